@@ -1,0 +1,58 @@
+// Public API of @leasehold/core, name by name.
+
+export { TASK_STATUSES, type TaskStatus } from './task-status.js';
+export {
+  ERROR_CODES,
+  type ErrorCode,
+  LeaseholdError,
+  ConfigError,
+  RetryableError,
+  PermanentError,
+  DeferError,
+  LeaseLostError,
+  PayloadValidationError,
+  HandlerTimeoutError,
+  ShutdownError,
+  isLeaseholdError,
+  toError,
+} from './errors.js';
+export { parseDuration, type Duration } from './duration.js';
+export { fullJitterBackoff, DEFAULT_BACKOFF, type BackoffPolicy } from './backoff.js';
+export { classifyOutcome, assertNever, describeError, type Outcome, type OutcomeKind } from './outcome.js';
+export { toDone, toRetry, toDeferred, toReleased, toDead, type Transition } from './transition.js';
+export { transitionFor, type RetryPolicy } from './transition-for.js';
+export { validateIdentifier } from './identifier.js';
+export {
+  defineLeasedTable,
+  taskTable,
+  type LeasedTable,
+  type LeasedTableOptions,
+  type TaskRow,
+} from './leased-table.js';
+export { execute, type Executor, type PgQueryable } from './sql/execute.js';
+export { withTransaction, type TransactionSource, type TransactionHandle, type PgPoolLike } from './sql/transaction.js';
+export type { Claimed, LeaseFields } from './sql/lease-row.js';
+export {
+  leaseClaim,
+  compareIds,
+  REAP_ERROR,
+  type LeaseClaimInput,
+  type LeaseClaimResult,
+  type ReapedRow,
+} from './sql/lease-claim.js';
+export { leaseFinalizeMany, type FinalizeItem, type FinalizeResult } from './sql/lease-finalize-many.js';
+export { leaseExtendMany, type ExtendItem } from './sql/lease-extend-many.js';
+export {
+  claim,
+  markDone,
+  markDead,
+  reschedule,
+  extendLease,
+  type ClaimOptions,
+  type TableOptions,
+  type RescheduleOptions,
+  type LeaseToken,
+} from './primitives.js';
+export { dispatchOnce, type DispatchOnceOptions, type DispatchReport } from './dispatch-once.js';
+export { migrate, applyMigrationLine, type MigrateOptions, type MigrateResult, type MigrationLine } from './migrate/migrator.js';
+export type { Migration } from './migrate/migration.js';

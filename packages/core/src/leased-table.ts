@@ -1,0 +1,79 @@
+import { validateIdentifier } from './identifier.js';
+
+/**
+ * A table the lease machinery can drive. It must carry the lease columns of the core `task`
+ * table: `id`, `status`, `priority`, `group_key`, `available_at`, `attempts`, `max_attempts`,
+ * `lease_owner`, `lease_until`, `lease_version`, `last_error`, `created_at`, `done_at`,
+ * plus a name column (what handlers are chosen by) and `payload`.
+ */
+export interface LeasedTable<Row = Record<string, unknown>> {
+  /** Validated schema name. */
+  readonly schema: string;
+  /** Validated table name. */
+  readonly table: string;
+  /** Column a worker filters on to claim only what it can handle (`name`, `event_type`). */
+  readonly nameColumn: string;
+  /** Extra columns returned by claim, besides the lease columns. */
+  readonly extraColumns: readonly string[];
+  /** Maps a raw returned row's extra columns to the table's own row shape. */
+  readonly mapRow: (raw: Record<string, unknown>) => Row;
+  /** NOTIFY channel that inserts into this table signal (see the `notify_inserted` trigger). */
+  readonly channel: string;
+}
+
+/** Options of {@link defineLeasedTable}. */
+export interface LeasedTableOptions<Row> {
+  schema: string;
+  table: string;
+  nameColumn: string;
+  extraColumns: readonly string[];
+  mapRow: (raw: Record<string, unknown>) => Row;
+}
+
+/**
+ * Describes a table that carries the lease columns, so claim, reap, finalize and heartbeat work
+ * on it unchanged. The outbox package describes its `outbox` table with this.
+ */
+export function defineLeasedTable<Row>(options: LeasedTableOptions<Row>): LeasedTable<Row> {
+  const schema = validateIdentifier(options.schema, 'schema');
+  const table = validateIdentifier(options.table, 'table');
+  const nameColumn = validateIdentifier(options.nameColumn, 'nameColumn');
+  const extraColumns = options.extraColumns.map((c) => validateIdentifier(c, 'extraColumns'));
+  return Object.freeze({
+    schema,
+    table,
+    nameColumn,
+    extraColumns: Object.freeze(extraColumns),
+    mapRow: options.mapRow,
+    channel: `leasehold:${schema}.${table}`,
+  });
+}
+
+/** The row shape of the core `task` table, beyond the lease columns. */
+export interface TaskRow {
+  readonly name: string;
+  readonly payload: unknown;
+  readonly priority: number;
+  readonly groupKey: string | null;
+  readonly dedupKey: string | null;
+  /** What the last attempt stored with `ctx.checkpoint()`, or null. */
+  readonly checkpoint: unknown;
+}
+
+/** The core `task` table in `schema` (default `leasehold`). */
+export function taskTable(schema = 'leasehold'): LeasedTable<TaskRow> {
+  return defineLeasedTable<TaskRow>({
+    schema,
+    table: 'task',
+    nameColumn: 'name',
+    extraColumns: ['name', 'payload', 'priority', 'group_key', 'dedup_key', 'checkpoint'],
+    mapRow: (raw) => ({
+      name: raw.name as string,
+      payload: raw.payload,
+      priority: raw.priority as number,
+      groupKey: (raw.group_key as string | null) ?? null,
+      dedupKey: (raw.dedup_key as string | null) ?? null,
+      checkpoint: raw.checkpoint ?? null,
+    }),
+  });
+}

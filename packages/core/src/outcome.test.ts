@@ -1,0 +1,64 @@
+import { describe, expect, it } from 'vitest';
+import { DeferError, LeaseLostError, PayloadValidationError, PermanentError, RetryableError } from './errors.js';
+import { classifyOutcome } from './outcome.js';
+import { transitionFor } from './transition-for.js';
+
+describe('classifyOutcome', () => {
+  it('nothing thrown is success', () => {
+    expect(classifyOutcome(undefined, false)).toEqual({ kind: 'success' });
+  });
+
+  it('PermanentError and an invalid payload are permanent', () => {
+    expect(classifyOutcome(new PermanentError('422'), true).kind).toBe('permanent');
+    expect(classifyOutcome(new PayloadValidationError('t', new Error('bad')), true).kind).toBe('permanent');
+  });
+
+  it('DeferError is a defer with its delay and reason', () => {
+    expect(classifyOutcome(new DeferError('30s', 'later'), true)).toEqual({ kind: 'defer', delayMs: 30_000, reason: 'later' });
+  });
+
+  it('anything else is retryable, with its stack; Retry-After travels along', () => {
+    const plain = classifyOutcome(new TypeError('boom'), true);
+    expect(plain).toMatchObject({ kind: 'retryable', retryAfterMs: undefined });
+    expect(plain.kind === 'retryable' && plain.error.stack).toContain('boom');
+    expect(classifyOutcome('a string', true)).toMatchObject({ kind: 'retryable' });
+    expect(classifyOutcome(undefined, true)).toMatchObject({ kind: 'retryable' });
+    expect(classifyOutcome(new RetryableError('429', { retryAfterMs: 5_000 }), true)).toMatchObject({
+      kind: 'retryable',
+      retryAfterMs: 5_000,
+    });
+  });
+
+  it('a lost lease is its own kind, and nothing is written for it', () => {
+    const outcome = classifyOutcome(new LeaseLostError('1', 1), true);
+    expect(outcome.kind).toBe('lease-lost');
+    expect(transitionFor(outcome, { attempts: 1, maxAttempts: 3 }, { backoff: { baseMs: 1, capMs: 1 }, maxDeferAgeMs: null })).toBeNull();
+  });
+});
+
+describe('transitionFor', () => {
+  const policy = { backoff: { baseMs: 1_000, capMs: 60_000 }, maxDeferAgeMs: 86_400_000 };
+
+  it('retryable: back off while attempts remain, dead once exhausted', () => {
+    const retry = transitionFor({ kind: 'retryable', error: new Error('x'), retryAfterMs: undefined }, { attempts: 2, maxAttempts: 3 }, policy, () => 0.5);
+    expect(retry).toMatchObject({ to: 'pending', delayMs: 2_000, refund: false });
+    const dead = transitionFor({ kind: 'retryable', error: new Error('x'), retryAfterMs: undefined }, { attempts: 3, maxAttempts: 3 }, policy);
+    expect(dead).toMatchObject({ to: 'dead' });
+    expect(dead?.to === 'dead' && dead.error).toMatch(/^retries exhausted: /);
+  });
+
+  it('Retry-After is the earliest next attempt', () => {
+    const t = transitionFor({ kind: 'retryable', error: new Error('x'), retryAfterMs: 90_000 }, { attempts: 1, maxAttempts: 3 }, policy, () => 0);
+    expect(t).toMatchObject({ to: 'pending', delayMs: 90_000 });
+  });
+
+  it('defer refunds the attempt and carries the age bound', () => {
+    expect(transitionFor({ kind: 'defer', delayMs: 500, reason: 'r' }, { attempts: 1, maxAttempts: 1 }, policy)).toEqual({
+      to: 'pending',
+      delayMs: 500,
+      error: 'deferred: r',
+      refund: true,
+      maxAgeMs: 86_400_000,
+    });
+  });
+});

@@ -1,0 +1,48 @@
+import { type DeferError, isLeaseholdError, type LeaseLostError, type RetryableError, toError } from './errors.js';
+
+/** What became of one run of a handler; decides the fenced state change that follows. */
+export type Outcome =
+  /** Done: the task is finished (including "already in the target state"). */
+  | { readonly kind: 'success' }
+  /** Transient failure: back off and retry, or dead once attempts are exhausted. */
+  | { readonly kind: 'retryable'; readonly error: Error; readonly retryAfterMs: number | undefined }
+  /** Business hold: run again after `delayMs`, attempt refunded. */
+  | { readonly kind: 'defer'; readonly delayMs: number; readonly reason: string }
+  /** Retrying cannot help: dead, for a person to look at. */
+  | { readonly kind: 'permanent'; readonly error: Error }
+  /** The lease moved on while the handler ran: write nothing. */
+  | { readonly kind: 'lease-lost'; readonly error: LeaseLostError };
+
+/** The `kind`s of {@link Outcome}. */
+export type OutcomeKind = Outcome['kind'];
+
+/**
+ * Classifies what a handler threw. `undefined` (nothing thrown) is success; `PermanentError`
+ * and `DeferError` are what they say; anything else, including plain `Error`s and non-errors,
+ * is a retryable failure reported with its stack.
+ */
+export function classifyOutcome(thrown: unknown, threw: boolean): Outcome {
+  if (!threw) return { kind: 'success' };
+  if (isLeaseholdError(thrown, 'PERMANENT')) return { kind: 'permanent', error: thrown };
+  if (isLeaseholdError(thrown, 'PAYLOAD_VALIDATION')) return { kind: 'permanent', error: thrown };
+  if (isLeaseholdError(thrown, 'DEFER')) {
+    const defer = thrown as unknown as DeferError;
+    return { kind: 'defer', delayMs: defer.delayMs, reason: defer.reason };
+  }
+  if (isLeaseholdError(thrown, 'LEASE_LOST')) return { kind: 'lease-lost', error: thrown as unknown as LeaseLostError };
+  const error = toError(thrown);
+  const retryAfterMs = isLeaseholdError(thrown, 'RETRYABLE') ? (thrown as unknown as RetryableError).retryAfterMs : undefined;
+  return { kind: 'retryable', error, retryAfterMs };
+}
+
+/** Compile-time exhaustiveness check for `switch` over a union. */
+export function assertNever(value: never): never {
+  throw new Error(`unexpected value: ${JSON.stringify(value)}`);
+}
+
+/** Text stored in `last_error` for an error: message and stack, bounded. */
+export function describeError(error: Error, limit = 2_000): string {
+  const text = error.stack && error.stack.includes(error.message) ? error.stack : `${error.name}: ${error.message}`;
+  return text.length > limit ? `${text.slice(0, limit)}…` : text;
+}
+

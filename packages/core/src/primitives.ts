@@ -1,0 +1,118 @@
+import { ConfigError } from './errors.js';
+import { parseDuration, parseInteger, type Duration } from './duration.js';
+import { taskTable, type LeasedTable, type TaskRow } from './leased-table.js';
+import type { Executor } from './sql/execute.js';
+import { leaseClaim } from './sql/lease-claim.js';
+import { leaseExtendMany } from './sql/lease-extend-many.js';
+import { leaseFinalizeMany } from './sql/lease-finalize-many.js';
+import type { Claimed } from './sql/lease-row.js';
+import { toDead, toDeferred, toDone, toRetry, type Transition } from './transition.js';
+
+/** Which table a primitive works on: core's `task` table in `schema`, or any leased `table`. */
+export interface TableOptions<Row = TaskRow> {
+  /** Schema of core's task table. @defaultValue 'leasehold' */
+  schema?: string;
+  /** A table described with `defineLeasedTable`; overrides `schema`. */
+  table?: LeasedTable<Row>;
+}
+
+/** Options of {@link claim}. */
+export interface ClaimOptions<Row = TaskRow> extends TableOptions<Row> {
+  /** Recorded as `lease_owner`, for people. */
+  owner: string;
+  /** Most tasks to take. */
+  batch: number;
+  /** Lease length: ms or an `ms` string. */
+  lease: Duration;
+  /** Only tasks with these names. */
+  names?: readonly string[];
+}
+
+/** The fencing token a state change must present. */
+export interface LeaseToken {
+  readonly id: string;
+  readonly leaseVersion: number;
+}
+
+/** @internal */
+export function resolveTable<Row>(options: TableOptions<Row>): LeasedTable<Row> {
+  return options.table ?? (taskTable(options.schema) as unknown as LeasedTable<Row>);
+}
+
+/** Checks an owner name. @internal */
+export function checkOwner(owner: unknown): string {
+  if (typeof owner !== 'string' || owner.length === 0 || owner.length > 200) {
+    throw new ConfigError('owner', `Expected \`owner\` to be a non-empty string of at most 200 characters, got ${JSON.stringify(owner)}`);
+  }
+  return owner;
+}
+
+/**
+ * Reaps expired last attempts, then claims up to `batch` due tasks, in one short transaction.
+ * Returns them sorted by id; nothing stays locked or open while you work on them.
+ *
+ * @example
+ * const tasks = await claim(db, { owner: 'worker-1', batch: 10, lease: '60s' });
+ */
+export async function claim<Row = TaskRow>(executor: Executor, options: ClaimOptions<Row>): Promise<Claimed<Row>[]> {
+  const owner = checkOwner(options.owner);
+  const batch = parseInteger(options.batch, 'batch', 1, 10_000);
+  const leaseMs = parseDuration(options.lease, 'lease');
+  const table = resolveTable(options);
+  const { claimed } = await leaseClaim(executor, table, { owner, batch, leaseMs, names: options.names });
+  return claimed;
+}
+
+async function finalizeOne(executor: Executor, token: LeaseToken, transition: Transition, options: TableOptions<unknown>) {
+  const [result] = await leaseFinalizeMany(executor, resolveTable(options), [
+    { id: token.id, leaseVersion: token.leaseVersion, transition },
+  ]);
+  return result?.won ?? false;
+}
+
+/**
+ * Fenced: marks a claimed task done. False means the lease moved on (another worker took the
+ * task), and nothing was written.
+ */
+export async function markDone(executor: Executor, token: LeaseToken, options: TableOptions<unknown> = {}): Promise<boolean> {
+  return finalizeOne(executor, token, toDone(), options);
+}
+
+/** Options of {@link reschedule}. */
+export interface RescheduleOptions extends TableOptions<unknown> {
+  /** When the task may run again, from now. */
+  delay: Duration;
+  /** Stored in `last_error`. */
+  error: string;
+  /** Give back the attempt this claim took (a defer, not a failure). @defaultValue false */
+  refundAttempt?: boolean;
+}
+
+/** Fenced: puts a claimed task back to pending after `delay`. False when the lease moved on. */
+export async function reschedule(executor: Executor, token: LeaseToken, options: RescheduleOptions): Promise<boolean> {
+  const delayMs = parseDuration(options.delay, 'delay', { allowZero: true });
+  const transition = options.refundAttempt ? toDeferred(delayMs, options.error) : toRetry(delayMs, options.error);
+  return finalizeOne(executor, token, transition, options);
+}
+
+/** Fenced: marks a claimed task dead with `error`. False when the lease moved on. */
+export async function markDead(
+  executor: Executor,
+  token: LeaseToken,
+  options: TableOptions<unknown> & { error: string },
+): Promise<boolean> {
+  return finalizeOne(executor, token, toDead(options.error), options);
+}
+
+/** Fenced: extends a claimed task's lease to `now() + lease`. False when the lease moved on. */
+export async function extendLease(
+  executor: Executor,
+  token: LeaseToken,
+  options: TableOptions<unknown> & { lease: Duration },
+): Promise<boolean> {
+  const leaseMs = parseDuration(options.lease, 'lease');
+  const extended = await leaseExtendMany(executor, resolveTable(options), [
+    { id: token.id, leaseVersion: token.leaseVersion, leaseMs },
+  ]);
+  return extended.has(token.id);
+}

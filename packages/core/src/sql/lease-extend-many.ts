@@ -1,0 +1,37 @@
+import { sql } from 'kysely';
+import type { LeasedTable } from '../leased-table.js';
+import { execute, type Executor } from './execute.js';
+import { tableRef } from './table-ref.js';
+
+/** One lease to extend. */
+export interface ExtendItem {
+  readonly id: string;
+  readonly leaseVersion: number;
+  /** New lease length from the database's `now()`, in ms. */
+  readonly leaseMs: number;
+}
+
+/**
+ * Heartbeat: extends many leases in one fenced statement (`status = 'processing' AND
+ * lease_version = $version` per row). Returns the ids that were extended, with their new
+ * `lease_until`; a missing id lost its lease. Locks only the rows it updates.
+ */
+export async function leaseExtendMany(
+  executor: Executor,
+  table: LeasedTable<unknown>,
+  items: readonly ExtendItem[],
+): Promise<Map<string, Date>> {
+  if (items.length === 0) return new Map();
+  const rows = await execute<{ id: string; lease_until: Date }>(
+    executor,
+    sql`
+      UPDATE ${tableRef(table)} AS t
+      SET lease_until = now() + f.lease_ms * interval '1 millisecond'
+      FROM unnest(${items.map((i) => i.id)}::bigint[], ${items.map((i) => i.leaseVersion)}::bigint[],
+                  ${items.map((i) => i.leaseMs)}::float8[]) AS f(id, version, lease_ms)
+      WHERE t.id = f.id AND t.status = 'processing' AND t.lease_version = f.version
+      RETURNING t.id, t.lease_until
+    `,
+  );
+  return new Map(rows.map((r) => [String(r.id), r.lease_until]));
+}

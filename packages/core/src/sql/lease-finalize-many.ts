@@ -1,0 +1,87 @@
+import { sql } from 'kysely';
+import type { LeasedTable } from '../leased-table.js';
+import type { TaskStatus } from '../task-status.js';
+import type { Transition } from '../transition.js';
+import { execute, type Executor } from './execute.js';
+import { tableRef } from './table-ref.js';
+
+/** One row to finalize: the fencing token its claim got, and where it goes. */
+export interface FinalizeItem {
+  readonly id: string;
+  readonly leaseVersion: number;
+  readonly transition: Transition;
+}
+
+/** Result per item, in input order. */
+export interface FinalizeResult {
+  readonly id: string;
+  /** False: the fence refused the change (the lease moved on, or the row left `processing`). */
+  readonly won: boolean;
+  /** The status written, when won. */
+  readonly status: TaskStatus | null;
+}
+
+export const DEFER_AGE_ERROR_PREFIX = 'defer age limit exceeded';
+
+/**
+ * Fenced finalize of many rows in one statement. Each row changes only
+ * `WHERE id = $id AND status = 'processing' AND lease_version = $version`, against its own
+ * token; `lease_until` is deliberately not checked, so an expired lease nobody took over still
+ * finalizes. Locks only the rows it updates.
+ */
+export async function leaseFinalizeMany(
+  executor: Executor,
+  table: LeasedTable<unknown>,
+  items: readonly FinalizeItem[],
+): Promise<FinalizeResult[]> {
+  if (items.length === 0) return [];
+  const ids: string[] = [];
+  const versions: number[] = [];
+  const statuses: string[] = [];
+  const delays: number[] = [];
+  const errors: (string | null)[] = [];
+  const refunds: number[] = [];
+  const maxAges: (number | null)[] = [];
+  for (const { id, leaseVersion, transition: tr } of items) {
+    ids.push(id);
+    versions.push(leaseVersion);
+    statuses.push(tr.to);
+    delays.push(tr.to === 'pending' ? tr.delayMs : 0);
+    errors.push(tr.to === 'done' ? null : tr.error);
+    refunds.push(tr.to === 'pending' && tr.refund ? 1 : 0);
+    maxAges.push(tr.to === 'pending' ? tr.maxAgeMs : null);
+  }
+  const t = tableRef(table);
+  const rows = await execute<{ id: string; status: TaskStatus }>(
+    executor,
+    sql`
+      UPDATE ${t} AS t
+      SET status = CASE WHEN f.too_old THEN 'dead' ELSE f.status END,
+          available_at = CASE WHEN f.status = 'pending' AND NOT f.too_old
+                              THEN now() + f.delay_ms * interval '1 millisecond'
+                              ELSE t.available_at END,
+          attempts = t.attempts - f.refund,
+          last_error = CASE WHEN f.too_old
+                            THEN ${DEFER_AGE_ERROR_PREFIX} || ': ' || f.error
+                            ELSE f.error END,
+          done_at = CASE WHEN f.status = 'done' THEN now() ELSE t.done_at END,
+          lease_owner = NULL,
+          lease_until = NULL
+      FROM (
+        SELECT u.*,
+               -- a deferral that would make the row older than its bound goes dead instead
+               (u.status = 'pending' AND u.max_age_ms IS NOT NULL AND
+                now() + u.delay_ms * interval '1 millisecond'
+                  > c.created_at + u.max_age_ms * interval '1 millisecond') AS too_old
+        FROM unnest(${ids}::bigint[], ${versions}::bigint[], ${statuses}::text[],
+                    ${delays}::float8[], ${errors}::text[], ${refunds}::int[], ${maxAges}::float8[])
+             AS u(id, version, status, delay_ms, error, refund, max_age_ms)
+        JOIN ${t} AS c ON c.id = u.id
+      ) AS f
+      WHERE t.id = f.id AND t.status = 'processing' AND t.lease_version = f.version
+      RETURNING t.id, t.status
+    `,
+  );
+  const won = new Map(rows.map((r) => [String(r.id), r.status]));
+  return items.map(({ id }) => ({ id, won: won.has(id), status: won.get(id) ?? null }));
+}

@@ -1,0 +1,23 @@
+import { sql, type RawBuilder } from 'kysely';
+import type { LeasedTable } from '../leased-table.js';
+
+/** `"schema"."table"` for a validated {@link LeasedTable}. */
+export function tableRef(table: LeasedTable<unknown>): RawBuilder<unknown> {
+  return sql.id(table.schema, table.table);
+}
+
+/** The lease columns every claim returns, plus the table's own extra columns. */
+export function returningColumns(table: LeasedTable<unknown>, alias: string): RawBuilder<unknown> {
+  const columns = [...LEASE_COLUMNS, ...table.extraColumns.filter((c) => !LEASE_COLUMNS.includes(c))];
+  return sql.join(columns.map((c) => sql.ref(`${alias}.${c}`)));
+}
+
+const LEASE_COLUMNS: readonly string[] = [
+  'id',
+  'lease_version',
+  'attempts',
+  'max_attempts',
+  'lease_owner',
+  'lease_until',
+  'created_at',
+];

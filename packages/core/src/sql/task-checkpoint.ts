@@ -1,0 +1,26 @@
+import { sql } from 'kysely';
+import type { LeasedTable } from '../leased-table.js';
+import { execute, type Executor } from './execute.js';
+import { tableRef } from './table-ref.js';
+
+/**
+ * Fenced write of a task's progress (`WHERE id AND status = 'processing' AND lease_version`).
+ * Returns false when the lease moved on. Locks the one row.
+ */
+export async function taskCheckpoint(
+  executor: Executor,
+  table: LeasedTable<unknown>,
+  task: { readonly id: string; readonly leaseVersion: number },
+  stateJson: string,
+): Promise<boolean> {
+  const rows = await execute<{ id: string }>(
+    executor,
+    sql`
+      UPDATE ${tableRef(table)}
+      SET checkpoint = ${stateJson}::jsonb
+      WHERE id = ${task.id} AND status = 'processing' AND lease_version = ${task.leaseVersion}
+      RETURNING id
+    `,
+  );
+  return rows.length === 1;
+}

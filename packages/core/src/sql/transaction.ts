@@ -1,0 +1,39 @@
+import type { Kysely, Transaction } from 'kysely';
+import type { PgQueryable } from './execute.js';
+
+/** A `pg` `Pool`: hands out a client that must be released. */
+export interface PgPoolLike extends PgQueryable {
+  connect(): Promise<PgQueryable & { release(err?: Error | boolean): void }>;
+}
+
+/** What can open a transaction: a Kysely instance or a `pg` pool. */
+export type TransactionSource = Kysely<object> | PgPoolLike;
+
+/** The open transaction handed to the callback of {@link withTransaction}. */
+export type TransactionHandle = Transaction<object> | PgQueryable;
+
+/** Runs `fn` in one transaction on either kind of source; rolls back when it throws. */
+export async function withTransaction<T>(
+  source: TransactionSource,
+  fn: (trx: TransactionHandle) => Promise<T>,
+): Promise<T> {
+  if ('transaction' in source && typeof source.transaction === 'function') {
+    return source.transaction().execute((trx) => fn(trx));
+  }
+  const client = await (source as PgPoolLike).connect();
+  let broken: Error | undefined;
+  try {
+    await client.query('BEGIN');
+    const result = await fn(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (error) {
+    await client.query('ROLLBACK').catch((e: unknown) => {
+      broken = e instanceof Error ? e : new Error(String(e));
+    });
+    throw error;
+  } finally {
+    // a client whose ROLLBACK failed is unusable: destroy it rather than return it to the pool
+    client.release(broken ?? false);
+  }
+}

@@ -1,0 +1,46 @@
+/**
+ * A fenced state change after a claim. Build one only with {@link toDone}, {@link toRetry},
+ * {@link toDeferred} or {@link toDead}, so every change sets the columns it must.
+ */
+export type Transition =
+  | { readonly to: 'done' }
+  | {
+      readonly to: 'pending';
+      readonly delayMs: number;
+      readonly error: string | null;
+      /** Give back the attempt the claim took (defer, shutdown). */
+      readonly refund: boolean;
+      /** Dead instead, once the row would be older than this (bounds total defer time). */
+      readonly maxAgeMs: number | null;
+    }
+  | { readonly to: 'dead'; readonly error: string };
+
+/** Finished. */
+export function toDone(): Transition {
+  return DONE;
+}
+
+/** Back to pending after a backoff `delayMs`, spending the attempt. */
+export function toRetry(delayMs: number, error: string): Transition {
+  return { to: 'pending', delayMs, error, refund: false, maxAgeMs: null };
+}
+
+/**
+ * Back to pending after `delayMs` with the attempt refunded; dead instead once the row would be
+ * older than `maxAgeMs` when it next becomes due.
+ */
+export function toDeferred(delayMs: number, reason: string, maxAgeMs: number | null = null): Transition {
+  return { to: 'pending', delayMs, error: `deferred: ${reason}`, refund: true, maxAgeMs };
+}
+
+/** Returned to pending at once, attempt refunded: the worker gave the task back (shutdown). */
+export function toReleased(reason: string): Transition {
+  return { to: 'pending', delayMs: 0, error: reason, refund: true, maxAgeMs: null };
+}
+
+/** Needs a person. */
+export function toDead(error: string): Transition {
+  return { to: 'dead', error };
+}
+
+const DONE: Transition = Object.freeze({ to: 'done' });

@@ -1,0 +1,35 @@
+import { fileURLToPath } from 'node:url';
+import { defineConfig } from 'vitest/config';
+
+// Tests import the packages' TypeScript sources (what the "@leasehold/source" export condition
+// points at), so nothing needs a build first.
+const source = (path: string) => fileURLToPath(new URL(path, import.meta.url));
+const alias = [
+  { find: /^@leasehold\/core$/, replacement: source('./packages/core/src/index.ts') },
+  { find: /^@leasehold\/core\/testing$/, replacement: source('./packages/core/src/testing/index.ts') },
+  { find: /^@leasehold\/outbox$/, replacement: source('./packages/outbox/src/index.ts') },
+  { find: /^@leasehold\/adapters-http$/, replacement: source('./packages/adapters-http/src/index.ts') },
+];
+
+export default defineConfig({
+  resolve: { alias },
+  test: {
+    allowOnly: false,
+    projects: [
+      {
+        extends: true,
+        test: { name: 'unit', include: ['packages/*/src/**/*.test.ts'] },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'integration',
+          include: ['test/**/*.int.test.ts'],
+          globalSetup: ['test/global-setup.ts'],
+          testTimeout: 60_000,
+          hookTimeout: 60_000,
+        },
+      },
+    ],
+  },
+});
