@@ -42,6 +42,7 @@ export {
 } from './sql/lease-claim.js';
 export { leaseFinalizeMany, type FinalizeItem, type FinalizeResult } from './sql/lease-finalize-many.js';
 export { leaseExtendMany, type ExtendItem } from './sql/lease-extend-many.js';
+export { leaseLockGroups } from './sql/lease-lock-groups.js';
 export {
   claim,
   markDone,
