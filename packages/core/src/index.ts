@@ -16,7 +16,7 @@ export {
   isLeaseholdError,
   toError,
 } from './errors.js';
-export { parseDuration, type Duration } from './duration.js';
+export { parseDuration, parseInteger, type Duration } from './duration.js';
 export { fullJitterBackoff, DEFAULT_BACKOFF, type BackoffPolicy } from './backoff.js';
 export { classifyOutcome, assertNever, describeError, type Outcome, type OutcomeKind } from './outcome.js';
 export { toDone, toRetry, toDeferred, toReleased, toDead, type Transition } from './transition.js';
@@ -57,3 +57,25 @@ export {
 export { dispatchOnce, type DispatchOnceOptions, type DispatchReport } from './dispatch-once.js';
 export { migrate, applyMigrationLine, type MigrateOptions, type MigrateResult, type MigrationLine } from './migrate/migrator.js';
 export type { Migration } from './migrate/migration.js';
+export { taskInsertMany, type TaskInsert, type InsertedTask } from './sql/task-insert-many.js';
+export { taskCheckpoint } from './sql/task-checkpoint.js';
+
+// typed tasks
+export {
+  defineTask,
+  type TaskDefinition,
+  type TaskOptions,
+  type TaskContext,
+  type PayloadValidator,
+} from './task/define-task.js';
+export type { EnqueueOptions } from './task/enqueue-options.js';
+export { enqueue, enqueueMany, type EnqueueItem } from './task/enqueue.js';
+export { createWorker, type Worker, type WorkerOptions } from './task/create-worker.js';
+
+// the worker runtime, for any leased table
+export { createLeaseWorker, LeaseWorker, type StopOptions } from './worker/lease-worker.js';
+export type { LeaseWorkerOptions } from './worker/lease-worker-options.js';
+export type { HandlerContext } from './worker/handler-context.js';
+export type { CommitHook } from './worker/finalizer.js';
+export type { WorkerEventMap } from './worker/events.js';
+export { runSettings, type RunOptions, type RunSettings } from './worker/settings.js';

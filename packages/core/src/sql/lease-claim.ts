@@ -14,6 +14,8 @@ export interface LeaseClaimInput {
   readonly leaseMs: number;
   /** Only rows whose name column is one of these; all rows when omitted. */
   readonly names?: readonly string[] | undefined;
+  /** Lease per name, where it differs from `leaseMs`. */
+  readonly leaseMsByName?: ReadonlyMap<string, number> | undefined;
 }
 
 /** A row that reap moved to `dead` because its lease ran out on its last attempt. */
@@ -55,6 +57,12 @@ export async function leaseClaim<Row>(
     input.names === undefined
       ? sql``
       : sql`AND ${sql.ref(`c.${table.nameColumn}`)} = ANY(${[...input.names]}::text[])`;
+  const byName = input.leaseMsByName;
+  const leaseMs =
+    byName === undefined || byName.size === 0
+      ? sql`${input.leaseMs}`
+      : sql`coalesce((SELECT x.ms FROM unnest(${[...byName.keys()]}::text[], ${[...byName.values()]}::float8[]) AS x(name, ms)
+                      WHERE x.name = ${sql.ref(`o.${table.nameColumn}`)}), ${input.leaseMs})`;
   const rows = await execute<Record<string, unknown>>(
     executor,
     sql`
@@ -85,7 +93,7 @@ export async function leaseClaim<Row>(
         UPDATE ${t} AS o
         SET status = 'processing',
             lease_owner = ${input.owner},
-            lease_until = now() + ${input.leaseMs} * interval '1 millisecond',
+            lease_until = now() + ${leaseMs} * interval '1 millisecond',
             lease_version = o.lease_version + 1,
             attempts = o.attempts + 1
         FROM picked WHERE o.id = picked.id

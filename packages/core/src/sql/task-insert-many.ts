@@ -37,6 +37,15 @@ export async function taskInsertMany(
   rows: readonly TaskInsert[],
 ): Promise<InsertedTask[]> {
   if (rows.length === 0) return [];
+  const groups = [...new Set(rows.flatMap((r) => (r.groupKey === null ? [] : [r.groupKey])))].sort();
+  // Producers of one group are serialised until commit (a transaction-scoped advisory lock per
+  // group, in sorted order), so that id order equals commit order inside a group. The locks are
+  // taken before any row (and so any id) is produced: the join below needs their count first.
+  const locks =
+    groups.length === 0
+      ? sql``
+      : sql`CROSS JOIN (SELECT count(pg_advisory_xact_lock(hashtextextended(${`leasehold:${table.schema}.${table.table}:`} || g, 0)))
+                        FROM unnest(${groups}::text[]) WITH ORDINALITY AS l(g, n)) AS locked`;
   const result = await execute<{ id: string; inserted: boolean }>(
     executor,
     sql`
@@ -49,6 +58,7 @@ export async function taskInsertMany(
                   ${rows.map((r) => r.dedupKey)}::text[], ${rows.map((r) => r.maxAttempts)}::int[],
                   ${rows.map((r) => r.runAt)}::timestamptz[], ${rows.map((r) => r.delayMs)}::float8[])
            AS u(name, payload, priority, group_key, dedup_key, max_attempts, run_at, delay_ms)
+      ${locks}
       ON CONFLICT (name, dedup_key) WHERE dedup_key IS NOT NULL AND status IN ('pending', 'processing')
       -- a no-op update, so RETURNING also yields the live row that won the key
       DO UPDATE SET dedup_key = EXCLUDED.dedup_key

@@ -1,0 +1,118 @@
+import type { Duration } from '../duration.js';
+import { ConfigError, LeaseLostError } from '../errors.js';
+import { taskTable, type TaskRow } from '../leased-table.js';
+import { taskInsertMany } from '../sql/task-insert-many.js';
+import type { Claimed } from '../sql/lease-row.js';
+import { taskCheckpoint } from '../sql/task-checkpoint.js';
+import type { PgPoolLike } from '../sql/transaction.js';
+import type { HandlerContext } from '../worker/handler-context.js';
+import { createLeaseWorker, type LeaseWorker } from '../worker/lease-worker.js';
+import type { TaskContext, TaskDefinition } from './define-task.js';
+import { prepareInserts, validatePayload } from './enqueue.js';
+
+/** Options of {@link createWorker}. */
+export interface WorkerOptions {
+  /** A `pg` pool: queries, plus one connection held for LISTEN. */
+  pool: PgPoolLike;
+  /** The task types this worker runs; it claims only these names. */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- a list of differently typed tasks; each is checked at its own defineTask/enqueue
+  tasks: readonly TaskDefinition<any, any>[];
+  /** Schema of the task table. @defaultValue 'leasehold' */
+  schema?: string;
+  /** Recorded as `lease_owner`. @defaultValue `<hostname>:<pid>:<random>` */
+  owner?: string;
+  /** Most handlers running at once. @defaultValue 8 */
+  concurrency?: number;
+  /** Most tasks per claim statement. @defaultValue `concurrency` */
+  batch?: number;
+  /** Poll this often when no notification arrives. @defaultValue '2s' */
+  pollInterval?: Duration;
+  /** Extend in-flight leases this often. @defaultValue a third of the shortest task lease */
+  heartbeatInterval?: Duration;
+  /** Wake on LISTEN/NOTIFY. @defaultValue true */
+  listen?: boolean;
+}
+
+/** A worker for typed tasks; see {@link LeaseWorker} for its lifecycle and events. */
+export type Worker = LeaseWorker<TaskRow>;
+
+/**
+ * Creates a worker for the given task types. Options and definitions are checked here, before
+ * anything touches the database.
+ *
+ * @example
+ * const worker = createWorker({ pool, tasks: [sendEmail, resizeImage], concurrency: 16 });
+ * await worker.start();
+ * process.once('SIGTERM', () => void worker.stop({ timeout: '30s' }));
+ */
+export function createWorker(options: WorkerOptions): Worker {
+  if (!Array.isArray(options.tasks) || options.tasks.length === 0) {
+    throw new ConfigError('tasks', 'Expected `tasks` to list at least one task made by defineTask()');
+  }
+  const byName = new Map<string, TaskDefinition<unknown, unknown>>();
+  for (const task of options.tasks as readonly TaskDefinition<unknown, unknown>[]) {
+    if (typeof task?.name !== 'string' || typeof task.handler !== 'function') {
+      throw new ConfigError('tasks', 'Expected every entry of `tasks` to be made by defineTask()');
+    }
+    if (byName.has(task.name)) throw new ConfigError('tasks', `Task "${task.name}" is listed twice`);
+    byName.set(task.name, task);
+  }
+  const table = taskTable(options.schema);
+  const definition = (task: Claimed<TaskRow>) => byName.get(task.name)!;
+  const pool = options.pool;
+
+  return createLeaseWorker<TaskRow>({
+    pool,
+    table,
+    owner: options.owner,
+    concurrency: options.concurrency,
+    batch: options.batch,
+    pollInterval: options.pollInterval,
+    heartbeatInterval: options.heartbeatInterval,
+    listen: options.listen,
+    names: [...byName.keys()],
+    lease: Math.max(...[...byName.values()].map((d) => d.settings.leaseMs)),
+    leaseMsByName: new Map([...byName].map(([name, d]) => [name, d.settings.leaseMs])),
+    settingsFor: (task) => definition(task).settings,
+    handle: async (task, ctx) => {
+      const def = definition(task);
+      // an invalid payload throws PayloadValidationError: the task goes dead with the message
+      const payload = validatePayload(def, task.payload);
+      await def.handler(payload, taskContext(pool, table, task, ctx, options.schema));
+    },
+  });
+}
+
+function taskContext(
+  pool: PgPoolLike,
+  table: ReturnType<typeof taskTable>,
+  task: Claimed<TaskRow>,
+  ctx: HandlerContext,
+  schema: string | undefined,
+): TaskContext<unknown> {
+  return {
+    signal: ctx.signal,
+    extendLease: ctx.extendLease,
+    onCommit: ctx.onCommit,
+    task: {
+      id: task.id,
+      name: task.name,
+      attempts: task.attempts,
+      maxAttempts: task.maxAttempts,
+      leaseVersion: task.leaseVersion,
+      createdAt: task.createdAt,
+    },
+    lastCheckpoint: task.checkpoint,
+    checkpoint: async (state) => {
+      const saved = await taskCheckpoint(pool, table, task, JSON.stringify(state ?? null));
+      // thrown out of the handler, this aborts the task and writes nothing
+      if (!saved) throw new LeaseLostError(task.id, task.leaseVersion, `checkpoint refused: task ${task.id} lease moved on`);
+    },
+    enqueue: (next, payload, enqueueOptions = {}) => {
+      // checked now, so a bad follow-up fails this handler rather than its commit
+      const rows = prepareInserts(next, [{ ...enqueueOptions, payload }]);
+      const followUpTable = taskTable(enqueueOptions.schema ?? schema);
+      ctx.onCommit(async (trx) => void (await taskInsertMany(trx, followUpTable, rows)));
+    },
+  };
+}

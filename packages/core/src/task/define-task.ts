@@ -1,0 +1,102 @@
+import { parseInteger } from '../duration.js';
+import { ConfigError } from '../errors.js';
+import type { HandlerContext } from '../worker/handler-context.js';
+import { runSettings, type RunOptions, type RunSettings } from '../worker/settings.js';
+import type { EnqueueOptions } from './enqueue-options.js';
+
+/** Anything with a `parse(input)` that returns the payload or throws, e.g. a zod schema. */
+export interface PayloadValidator<P> {
+  parse(input: unknown): P;
+}
+
+/** What a task handler gets besides its payload. */
+export interface TaskContext<C = unknown> extends HandlerContext {
+  /** The task as claimed. `id` is stable across retries: use it as an idempotency key. */
+  readonly task: {
+    readonly id: string;
+    readonly name: string;
+    readonly attempts: number;
+    readonly maxAttempts: number;
+    readonly leaseVersion: number;
+    readonly createdAt: Date;
+  };
+  /** What an earlier attempt saved with `checkpoint()`, or null on a fresh start. */
+  readonly lastCheckpoint: C | null;
+  /**
+   * Saves progress with a fenced write, so an attempt after a crash resumes from it. Throws
+   * `LeaseLostError` (and aborts the signal) when the lease moved on.
+   */
+  checkpoint(state: C): Promise<void>;
+  /**
+   * Enqueues a follow-up task that commits atomically with this task's completion: if this
+   * task fails, or its lease is lost, the follow-up is never written.
+   */
+  enqueue<Q>(task: TaskDefinition<Q>, payload: NoInfer<Q>, options?: EnqueueOptions): void;
+}
+
+/** Options of {@link defineTask}. */
+export interface TaskOptions<P, C = unknown> extends RunOptions {
+  /** Runs the task. Throw `PermanentError`, `DeferError` or anything else (retryable). */
+  handler: (payload: P, ctx: TaskContext<C>) => Promise<void> | void;
+  /** Checks payloads at enqueue and again before running. */
+  validate?: PayloadValidator<P>;
+  /** Attempts before the task goes dead (a crash counts). @defaultValue 12 */
+  maxAttempts?: number;
+  /** Higher runs first. @defaultValue 0 */
+  priority?: number;
+  /** Tasks of one `groupKey` run one at a time in enqueue order; `enqueue` then requires a `groupKey`. @defaultValue false */
+  ordered?: boolean;
+}
+
+/** A checked task definition: what `enqueue` and `createWorker` take. */
+export interface TaskDefinition<P, C = unknown> {
+  readonly name: string;
+  readonly handler: (payload: P, ctx: TaskContext<C>) => Promise<void> | void;
+  readonly validate: PayloadValidator<P> | undefined;
+  readonly maxAttempts: number;
+  readonly priority: number;
+  readonly ordered: boolean;
+  readonly settings: RunSettings;
+}
+
+/**
+ * Defines a task type. The payload type flows from here into `enqueue` and the handler.
+ *
+ * @example
+ * const sendEmail = defineTask<{ to: string }>('send-email', {
+ *   lease: '30s',
+ *   handlerTimeout: '20s',
+ *   handler: async ({ to }, ctx) => mailer.send(to, { idempotencyKey: ctx.task.id }),
+ * });
+ */
+export function defineTask<P, C = unknown>(name: string, options: TaskOptions<P, C>): TaskDefinition<P, C> {
+  checkTaskName(name);
+  if (typeof options?.handler !== 'function') {
+    throw new ConfigError('handler', `Expected \`handler\` of task "${name}" to be a function`);
+  }
+  if (options.validate !== undefined && typeof options.validate.parse !== 'function') {
+    throw new ConfigError('validate', `Expected \`validate\` of task "${name}" to have a parse(input) method`);
+  }
+  return Object.freeze({
+    name,
+    handler: options.handler,
+    validate: options.validate,
+    maxAttempts: parseInteger(options.maxAttempts ?? 12, 'maxAttempts', 1, 1_000_000),
+    priority: checkPriority(options.priority ?? 0),
+    ordered: options.ordered ?? false,
+    settings: runSettings(options),
+  });
+}
+
+/** Throws a `ConfigError` for a task name that is empty, too long or not a string. @internal */
+export function checkTaskName(name: unknown): string {
+  if (typeof name !== 'string' || name.length === 0 || name.length > 200) {
+    throw new ConfigError('name', `Expected the task name to be a non-empty string of at most 200 characters, got ${JSON.stringify(name)}`);
+  }
+  return name;
+}
+
+/** Priorities are 32-bit integers. @internal */
+export function checkPriority(priority: unknown): number {
+  return parseInteger(priority, 'priority', -2_147_483_648, 2_147_483_647);
+}

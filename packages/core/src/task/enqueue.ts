@@ -1,0 +1,115 @@
+import { parseDuration, parseInteger } from '../duration.js';
+import { ConfigError, PayloadValidationError } from '../errors.js';
+import { taskTable } from '../leased-table.js';
+import type { Executor } from '../sql/execute.js';
+import { taskInsertMany, type InsertedTask, type TaskInsert } from '../sql/task-insert-many.js';
+import { checkPriority, type TaskDefinition } from './define-task.js';
+import type { EnqueueOptions } from './enqueue-options.js';
+
+/** One task for {@link enqueueMany}. */
+export interface EnqueueItem<P> extends Omit<EnqueueOptions, 'schema'> {
+  payload: P;
+}
+
+/**
+ * Adds a task. Pass the application's transaction (Kysely or `pg`) to make the task commit or
+ * roll back with it. With a live `dedupKey` the existing task is returned (`inserted: false`).
+ *
+ * @example
+ * await db.transaction().execute(async (trx) => {
+ *   await trx.insertInto('user').values(user).execute();
+ *   await enqueue(trx, sendWelcome, { userId: user.id });
+ * });
+ */
+export async function enqueue<P>(
+  executor: Executor,
+  task: TaskDefinition<P>,
+  payload: NoInfer<P>,
+  options: EnqueueOptions = {},
+): Promise<InsertedTask> {
+  const [row] = await enqueueMany(executor, task, [{ ...options, payload }], { schema: options.schema });
+  return row!;
+}
+
+/**
+ * Adds many tasks of one type in one statement (one notification). Returns their ids in input
+ * order; an item whose `dedupKey` is live, or repeats an earlier item's key, gets that task's id.
+ */
+export async function enqueueMany<P>(
+  executor: Executor,
+  task: TaskDefinition<P>,
+  items: readonly EnqueueItem<NoInfer<P>>[],
+  options: { schema?: string } = {},
+): Promise<InsertedTask[]> {
+  const table = taskTable(options.schema);
+  const rows = prepareInserts(task, items);
+  // PostgreSQL cannot resolve one conflict twice in a statement: send each live key once
+  const firstByKey = new Map<string, number>();
+  const unique: TaskInsert[] = [];
+  const slot = rows.map((row) => {
+    if (row.dedupKey === null) return unique.push(row) - 1;
+    const seen = firstByKey.get(row.dedupKey);
+    if (seen !== undefined) return seen;
+    firstByKey.set(row.dedupKey, unique.length);
+    return unique.push(row) - 1;
+  });
+  const inserted = await taskInsertMany(executor, table, unique);
+  const answered = new Set<number>();
+  return slot.map((i) => {
+    const row = inserted[i]!;
+    if (answered.has(i)) return { id: row.id, inserted: false }; // a repeat of an earlier item's key
+    answered.add(i);
+    return row;
+  });
+}
+
+/** Checks items and turns them into rows for the insert statement. @internal */
+export function prepareInserts<P>(task: TaskDefinition<P>, items: readonly EnqueueItem<P>[]): TaskInsert[] {
+  return items.map((item) => toInsert(task, item));
+}
+
+function toInsert<P>(task: TaskDefinition<P>, item: EnqueueItem<P>): TaskInsert {
+  if (typeof task?.name !== 'string' || typeof task.handler !== 'function') {
+    throw new ConfigError('task', 'Expected a task made by defineTask()');
+  }
+  const payload = validatePayload(task, item.payload);
+  let payloadJson: string | undefined;
+  try {
+    payloadJson = JSON.stringify(payload);
+  } catch (error) {
+    throw new PayloadValidationError(task.name, error);
+  }
+  if (payloadJson === undefined) throw new PayloadValidationError(task.name, new Error('payload is not JSON-serializable'));
+  if (task.ordered && (item.groupKey === undefined || item.groupKey === '')) {
+    throw new ConfigError('groupKey', `Task "${task.name}" is ordered: enqueue needs a \`groupKey\``);
+  }
+  if (item.groupKey !== undefined && (typeof item.groupKey !== 'string' || item.groupKey.length === 0)) {
+    throw new ConfigError('groupKey', 'Expected `groupKey` to be a non-empty string');
+  }
+  if (item.dedupKey !== undefined && (typeof item.dedupKey !== 'string' || item.dedupKey.length === 0)) {
+    throw new ConfigError('dedupKey', 'Expected `dedupKey` to be a non-empty string');
+  }
+  if (item.runAt !== undefined && !(item.runAt instanceof Date && Number.isFinite(item.runAt.getTime()))) {
+    throw new ConfigError('runAt', 'Expected `runAt` to be a valid Date');
+  }
+  return {
+    name: task.name,
+    payloadJson,
+    priority: item.priority === undefined ? task.priority : checkPriority(item.priority),
+    groupKey: item.groupKey ?? null,
+    dedupKey: item.dedupKey ?? null,
+    maxAttempts: item.maxAttempts === undefined ? task.maxAttempts : parseInteger(item.maxAttempts, 'maxAttempts', 1, 1_000_000),
+    runAt: item.runAt ?? null,
+    delayMs: item.delay === undefined ? 0 : parseDuration(item.delay, 'delay', { allowZero: true }),
+  };
+}
+
+/** Runs the task's validator, turning its failure into a `PayloadValidationError`. @internal */
+export function validatePayload<P>(task: TaskDefinition<P>, payload: unknown): P {
+  if (!task.validate) return payload as P;
+  try {
+    return task.validate.parse(payload);
+  } catch (error) {
+    throw new PayloadValidationError(task.name, error);
+  }
+}

@@ -1,0 +1,55 @@
+import type { EventEmitter } from 'eventemitter3';
+import type { LeaseLostError } from '../errors.js';
+import type { ReapedRow } from '../sql/lease-claim.js';
+import type { Claimed } from '../sql/lease-row.js';
+
+/**
+ * Everything a worker reports, as `noun:verb` events with one payload object each.
+ * Listeners may throw: the worker catches it and reports it as `worker:error`.
+ */
+export interface WorkerEventMap<Row> {
+  /** A claim gave this worker the task; its handler starts now. */
+  'task:claimed': [{ task: Claimed<Row> }];
+  /** The handler finished and the fenced `done` was written. */
+  'task:succeeded': [{ task: Claimed<Row>; durationMs: number }];
+  /** The handler failed transiently; the task is pending again after `delayMs`. */
+  'task:retrying': [{ task: Claimed<Row>; error: Error; delayMs: number }];
+  /** The handler deferred the task; pending after `delayMs`, attempt refunded. */
+  'task:deferred': [{ task: Claimed<Row>; delayMs: number; reason: string }];
+  /** The task went dead (permanent failure, attempts exhausted, invalid payload, defer age). */
+  'task:dead': [{ task: Claimed<Row>; error: string }];
+  /** The fencing token moved on (heartbeat or finalize refused): this worker's result was not written. */
+  'task:lease-lost': [{ task: Claimed<Row>; error: LeaseLostError }];
+  /** Returned to pending unfinished, attempt refunded (the worker is stopping). */
+  'task:released': [{ task: Claimed<Row> }];
+  /** Reap sent a task dead: its lease expired on its last attempt (crashing worker?). */
+  'task:reaped': [ReapedRow];
+  /** A heartbeat statement failed (the leases were not extended this tick). */
+  'heartbeat:failed': [{ error: Error }];
+  /** Something failed outside a handler (claim, finalize, LISTEN connection, a listener). */
+  'worker:error': [{ error: Error }];
+  /** Nothing to claim and nothing in flight. Emitted once each time the worker becomes idle. */
+  'worker:idle': [{ owner: string }];
+  /** `start()` finished: the worker is claiming. */
+  'worker:started': [{ owner: string }];
+  /** `stop()` finished: nothing in flight, no connection held. */
+  'worker:stopped': [{ owner: string }];
+}
+
+/** Emits without letting a throwing listener break the caller; its error becomes `worker:error`. */
+export function safeEmit<Row, K extends keyof WorkerEventMap<Row>>(
+  emitter: EventEmitter<WorkerEventMap<Row>>,
+  event: K,
+  ...args: WorkerEventMap<Row>[K]
+): void {
+  try {
+    (emitter.emit as (e: K, ...a: WorkerEventMap<Row>[K]) => boolean)(event, ...args);
+  } catch (error) {
+    if (event === 'worker:error') return; // a throwing error listener has nowhere left to report to
+    try {
+      emitter.emit('worker:error', { error: error instanceof Error ? error : new Error(String(error)) });
+    } catch {
+      // same: nowhere left to report
+    }
+  }
+}

@@ -1,0 +1,63 @@
+import { toError } from '../errors.js';
+import type { LeasedTable } from '../leased-table.js';
+import type { Executor } from '../sql/execute.js';
+import { leaseExtendMany, type ExtendItem } from '../sql/lease-extend-many.js';
+
+/**
+ * Keeps the leases of a worker's in-flight tasks alive: every `intervalMs`, one fenced
+ * statement extends all of them, each by its own lease length. A task missing from the result
+ * has lost its lease (its token moved on) and is reported through `onLost`.
+ */
+export class Heartbeat {
+  readonly #executor: Executor;
+  readonly #table: LeasedTable<unknown>;
+  readonly #intervalMs: number;
+  readonly #inFlight: () => ExtendItem[];
+  readonly #onLost: (id: string) => void;
+  readonly #onError: (error: Error) => void;
+  #timer: NodeJS.Timeout | undefined;
+  #running: Promise<void> | undefined;
+
+  constructor(options: {
+    executor: Executor;
+    table: LeasedTable<unknown>;
+    intervalMs: number;
+    inFlight: () => ExtendItem[];
+    onLost: (id: string) => void;
+    onError: (error: Error) => void;
+  }) {
+    this.#executor = options.executor;
+    this.#table = options.table;
+    this.#intervalMs = options.intervalMs;
+    this.#inFlight = options.inFlight;
+    this.#onLost = options.onLost;
+    this.#onError = options.onError;
+  }
+
+  start(): void {
+    this.#timer ??= setInterval(() => {
+      // a slow tick is not stacked on by the next one
+      this.#running ??= this.tick().finally(() => (this.#running = undefined));
+    }, this.#intervalMs);
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+    await this.#running;
+  }
+
+  /** One heartbeat now: extends every in-flight lease in one statement. */
+  async tick(): Promise<void> {
+    const items = this.#inFlight();
+    if (items.length === 0) return;
+    let extended: Map<string, Date>;
+    try {
+      extended = await leaseExtendMany(this.#executor, this.#table, items);
+    } catch (error) {
+      this.#onError(toError(error));
+      return;
+    }
+    for (const item of items) if (!extended.has(item.id)) this.#onLost(item.id);
+  }
+}

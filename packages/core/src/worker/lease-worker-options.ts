@@ -1,0 +1,93 @@
+import { hostname } from 'node:os';
+import { randomUUID } from 'node:crypto';
+import { parseDuration, parseInteger, type Duration } from '../duration.js';
+import { ConfigError } from '../errors.js';
+import type { LeasedTable } from '../leased-table.js';
+import { checkOwner } from '../primitives.js';
+import type { Claimed } from '../sql/lease-row.js';
+import type { PgPoolLike } from '../sql/transaction.js';
+import type { HandlerContext } from './handler-context.js';
+import { runSettings, type RunOptions, type RunSettings } from './settings.js';
+
+/** Options of {@link createLeaseWorker}. */
+export interface LeaseWorkerOptions<Row> extends RunOptions {
+  /** A `pg` pool: queries, plus one connection held for LISTEN. */
+  pool: PgPoolLike;
+  /** The table to work on (core's `taskTable(schema)`, the outbox, …). */
+  table: LeasedTable<Row>;
+  /** Runs one claimed row; what it throws decides the outcome. */
+  handle: (task: Claimed<Row>, ctx: HandlerContext) => Promise<void>;
+  /** Recorded as `lease_owner`. @defaultValue `<hostname>:<pid>:<random>` */
+  owner?: string;
+  /** Most handlers running at once. @defaultValue 8 */
+  concurrency?: number;
+  /** Most rows per claim statement. @defaultValue `concurrency` */
+  batch?: number;
+  /** Poll this often when no notification arrives. @defaultValue '2s' */
+  pollInterval?: Duration;
+  /** Extend in-flight leases this often. @defaultValue a third of the shortest lease */
+  heartbeatInterval?: Duration;
+  /** Claim only rows with these names. @defaultValue all */
+  names?: readonly string[];
+  /** Run settings per row, where they differ from the worker's own. */
+  settingsFor?: (task: Claimed<Row>) => RunSettings;
+  /** Lease per name for the claim statement (what `settingsFor` returns for that name). */
+  leaseMsByName?: ReadonlyMap<string, number>;
+  /** Wait for notifications on a dedicated connection. @defaultValue true */
+  listen?: boolean;
+}
+
+/** Checked, frozen options. @internal */
+export interface NormalizedLeaseWorkerOptions<Row> {
+  readonly pool: PgPoolLike;
+  readonly table: LeasedTable<Row>;
+  readonly handle: LeaseWorkerOptions<Row>['handle'];
+  readonly owner: string;
+  readonly concurrency: number;
+  readonly batch: number;
+  readonly pollIntervalMs: number;
+  readonly heartbeatIntervalMs: number;
+  readonly names: readonly string[] | undefined;
+  readonly settings: RunSettings;
+  readonly settingsFor: (task: Claimed<Row>) => RunSettings;
+  readonly leaseMsByName: ReadonlyMap<string, number> | undefined;
+  readonly listen: boolean;
+}
+
+/** Validates every option before anything touches the database. @internal */
+export function normalizeLeaseWorkerOptions<Row>(options: LeaseWorkerOptions<Row>): NormalizedLeaseWorkerOptions<Row> {
+  if (typeof options.pool?.connect !== 'function' || typeof options.pool.query !== 'function') {
+    throw new ConfigError('pool', 'Expected `pool` to be a pg Pool');
+  }
+  if (typeof options.handle !== 'function') throw new ConfigError('handle', 'Expected `handle` to be a function');
+  const owner = checkOwner(options.owner ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`);
+  const concurrency = parseInteger(options.concurrency ?? 8, 'concurrency', 1, 10_000);
+  const batch = parseInteger(options.batch ?? concurrency, 'batch', 1, 10_000);
+  const pollIntervalMs = parseDuration(options.pollInterval ?? '2s', 'pollInterval');
+  const settings = runSettings(options);
+  const leases = [settings.leaseMs, ...(options.leaseMsByName?.values() ?? [])];
+  const heartbeatIntervalMs =
+    options.heartbeatInterval === undefined
+      ? Math.max(10, Math.floor(Math.min(...leases) / 3))
+      : parseDuration(options.heartbeatInterval, 'heartbeatInterval');
+  if (heartbeatIntervalMs >= Math.min(...leases)) {
+    throw new ConfigError('heartbeatInterval', 'Expected `heartbeatInterval` to be shorter than the shortest lease');
+  }
+  const names = options.names === undefined ? undefined : Object.freeze([...options.names]);
+  if (names?.length === 0) throw new ConfigError('names', 'Expected `names` to list at least one name');
+  return Object.freeze({
+    pool: options.pool,
+    table: options.table,
+    handle: options.handle,
+    owner,
+    concurrency,
+    batch,
+    pollIntervalMs,
+    heartbeatIntervalMs,
+    names,
+    settings,
+    settingsFor: options.settingsFor ?? (() => settings),
+    leaseMsByName: options.leaseMsByName,
+    listen: options.listen ?? true,
+  });
+}
