@@ -1,0 +1,119 @@
+import { ConfigError, parseDuration, parseInteger, type Duration } from '@leasehold/core';
+import type { ConflictPolicy, HttpClassification, HttpResponseSummary } from './classify-response.js';
+import { webhookEnvelope } from './envelope.js';
+import type { OutboxMessage } from './publisher-types.js';
+import { describeUrl } from './redact.js';
+import { parseWebhookSecrets, secretTexts, type WebhookKey } from './webhook-secret.js';
+
+/** Header values, fixed or computed per message. */
+export type HeadersOption = Readonly<Record<string, string>> | ((message: OutboxMessage) => Readonly<Record<string, string>>);
+
+/** Options of {@link httpPublisher}. */
+export interface HttpPublisherOptions {
+  /** Where to POST: a fixed `http(s)` URL, or one computed per message. */
+  url: string | URL | ((message: OutboxMessage) => string | URL);
+  /**
+   * Extra request headers, fixed or per message; they override the message's own `headers` and
+   * are overridden by the ones this publisher owns (content type, idempotency key, signature).
+   * Values of credential-like headers (authorization, cookie, *key*, *token*, *secret*) are
+   * scrubbed from every error text.
+   */
+  headers?: HeadersOption;
+  /** Per request: connect, send, response headers and the bounded body read. Keep it well inside the lease. @defaultValue '10s' */
+  timeout?: Duration;
+  /** Standard Webhooks secrets (`whsec_…`); each signs the request (several = rotation). Unset: unsigned. */
+  signingSecrets?: string | readonly string[];
+  /** Header that carries the message id. @defaultValue 'Idempotency-Key' */
+  idempotencyHeader?: string;
+  /** How a `409 Conflict` is read. @defaultValue 'success' ("already in the target state") */
+  conflict?: ConflictPolicy;
+  /** Longest `Retry-After` honoured; longer ones are cut to it. @defaultValue '1h' */
+  maxRetryAfter?: Duration;
+  /** Overrides the classification: return a verdict, or `undefined` to use the default table. */
+  classify?: (response: HttpResponseSummary, message: OutboxMessage) => HttpClassification | undefined;
+  /** The JSON body for a message. @defaultValue {@link webhookEnvelope} */
+  body?: (message: OutboxMessage) => unknown;
+  /** Bytes of a response body read (for `classify` and error excerpts); the rest is discarded. @defaultValue 16384 */
+  maxBodyBytes?: number;
+  /** Characters of the response body kept in an error message (`last_error`). @defaultValue 500 */
+  excerptLength?: number;
+}
+
+/** {@link HttpPublisherOptions} checked, with durations in ms. */
+export interface NormalizedHttpPublisherOptions {
+  readonly url: URL | ((message: OutboxMessage) => string | URL);
+  readonly headers: HeadersOption | undefined;
+  readonly timeoutMs: number;
+  readonly keys: readonly WebhookKey[];
+  readonly idempotencyHeader: string;
+  readonly conflict: ConflictPolicy;
+  readonly maxRetryAfterMs: number;
+  readonly classify: HttpPublisherOptions['classify'];
+  readonly body: (message: OutboxMessage) => unknown;
+  readonly maxBodyBytes: number;
+  readonly excerptLength: number;
+  /** Texts scrubbed from every error: secrets and credential-like static header values. */
+  readonly scrub: readonly string[];
+}
+
+const CONFLICT_POLICIES: readonly ConflictPolicy[] = ['success', 'retryable', 'permanent'];
+/** Header names whose values are credentials. */
+export const SENSITIVE_HEADER = /auth|cookie|key|token|secret|session|password|signature/i;
+
+/** Checks and freezes the options; every mistake is a `ConfigError` naming the option. */
+export function normalizeHttpPublisherOptions(options: HttpPublisherOptions): NormalizedHttpPublisherOptions {
+  if (typeof options !== 'object' || options === null) throw new ConfigError('options', 'Expected an options object');
+  const secrets = options.signingSecrets;
+  const conflict = options.conflict ?? 'success';
+  if (!CONFLICT_POLICIES.includes(conflict)) {
+    throw new ConfigError('conflict', `Expected \`conflict\` to be one of ${CONFLICT_POLICIES.join(', ')}, got ${String(conflict)}`);
+  }
+  const idempotencyHeader = options.idempotencyHeader ?? 'Idempotency-Key';
+  if (!/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(idempotencyHeader)) {
+    throw new ConfigError('idempotencyHeader', 'Expected `idempotencyHeader` to be a valid header name');
+  }
+  for (const [name, fn] of [['classify', options.classify], ['body', options.body]] as const) {
+    if (fn !== undefined && typeof fn !== 'function') throw new ConfigError(name, `Expected \`${name}\` to be a function`);
+  }
+  const staticHeaders = typeof options.headers === 'object' && options.headers !== null ? options.headers : {};
+  return Object.freeze({
+    url: normalizeUrl(options.url),
+    headers: options.headers,
+    timeoutMs: parseDuration(options.timeout ?? '10s', 'timeout'),
+    keys: Object.freeze(secrets === undefined ? [] : parseWebhookSecrets(secrets, 'signingSecrets')),
+    idempotencyHeader,
+    conflict,
+    maxRetryAfterMs: parseDuration(options.maxRetryAfter ?? '1h', 'maxRetryAfter', { allowZero: true }),
+    classify: options.classify,
+    body: options.body ?? webhookEnvelope,
+    maxBodyBytes: parseInteger(options.maxBodyBytes ?? 16_384, 'maxBodyBytes', 0, 16 * 1024 * 1024),
+    excerptLength: parseInteger(options.excerptLength ?? 500, 'excerptLength', 0, 100_000),
+    scrub: Object.freeze([...(secrets === undefined ? [] : secretTexts(secrets)), ...sensitiveValues(staticHeaders)]),
+  });
+}
+
+/** Values of the credential-like headers in `headers`. */
+export function sensitiveValues(headers: Readonly<Record<string, string>>): string[] {
+  return Object.entries(headers)
+    .filter(([name, value]) => SENSITIVE_HEADER.test(name) && typeof value === 'string')
+    .flatMap(([, value]) => [value, ...value.split(/\s+/).filter((part) => part.length >= 8)]);
+}
+
+/** Parses a URL option or a computed URL; `http:` and `https:` only. The text is never echoed. */
+export function parseHttpUrl(value: unknown, option: string): URL {
+  let url: URL | undefined;
+  try {
+    url = value instanceof URL ? new URL(value.href) : typeof value === 'string' ? new URL(value) : undefined;
+  } catch {
+    url = undefined;
+  }
+  if (!url) throw new ConfigError(option, `Expected \`${option}\` to be an absolute http(s) URL`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new ConfigError(option, `Expected \`${option}\` to use http: or https:, got ${url.protocol} (${describeUrl(url)})`);
+  }
+  return url;
+}
+
+function normalizeUrl(url: HttpPublisherOptions['url']): NormalizedHttpPublisherOptions['url'] {
+  return typeof url === 'function' ? url : parseHttpUrl(url, 'url');
+}

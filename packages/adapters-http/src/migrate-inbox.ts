@@ -1,0 +1,13 @@
+import { applyMigrationLine, type MigrateOptions, type MigrateResult, type TransactionSource } from '@leasehold/core';
+import { MIGRATIONS } from './migrate/generated-migrations.js';
+
+/**
+ * Creates or upgrades the inbox table (`<schema>.inbox`, migration line `inbox`) on the
+ * receiving side's database. Idempotent and safe to run from many processes at once.
+ *
+ * @example
+ * await migrateInbox(pool, { schema: 'app' });
+ */
+export async function migrateInbox(db: TransactionSource, options: MigrateOptions = {}): Promise<MigrateResult> {
+  return applyMigrationLine(db, { line: 'inbox', migrations: MIGRATIONS }, options);
+}

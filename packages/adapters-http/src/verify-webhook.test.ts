@@ -1,0 +1,71 @@
+import { describe, expect, it } from 'vitest';
+import { signWebhook } from './sign-webhook.js';
+import { verifyWebhook } from './verify-webhook.js';
+import { WebhookVerificationError, type WebhookVerificationReason } from './webhook-verification-error.js';
+import { generateWebhookSecret } from './webhook-secret.js';
+
+const secret = generateWebhookSecret();
+const body = '{"id":"m1","data":{"amount":5}}';
+const now = () => Math.floor(Date.now() / 1000);
+
+function reasonOf(fn: () => unknown): WebhookVerificationReason | undefined {
+  try {
+    fn();
+  } catch (error) {
+    if (error instanceof WebhookVerificationError) return error.reason;
+    throw error;
+  }
+  return undefined;
+}
+
+describe('verifyWebhook', () => {
+  it('accepts node-style, fetch-style and mixed-case headers', () => {
+    const headers = signWebhook({ id: 'm1', body }, secret);
+    expect(verifyWebhook({ ...headers }, body, secret)).toEqual({ id: 'm1', timestamp: Number(headers['webhook-timestamp']) });
+    expect(verifyWebhook(new Headers({ ...headers }), Buffer.from(body), [secret]).id).toBe('m1');
+    const mixed = { 'Webhook-Id': headers['webhook-id'], 'WEBHOOK-TIMESTAMP': headers['webhook-timestamp'], 'webhook-signature': [headers['webhook-signature']] };
+    expect(verifyWebhook(mixed, body, secret).id).toBe('m1');
+  });
+
+  it('names what is missing', () => {
+    const headers = signWebhook({ id: 'm1', body }, secret);
+    expect(reasonOf(() => verifyWebhook({ ...headers, 'webhook-signature': '' }, body, secret))).toBe('MISSING_HEADER');
+    expect(() => verifyWebhook({}, body, secret)).toThrow(/webhook-id, webhook-timestamp, webhook-signature/);
+  });
+
+  it('rejects timestamps outside the tolerance, either way, and malformed ones', () => {
+    const old = signWebhook({ id: 'm1', body, timestamp: now() - 301 }, secret);
+    const future = signWebhook({ id: 'm1', body, timestamp: now() + 301 }, secret);
+    expect(reasonOf(() => verifyWebhook(old, body, secret))).toBe('TIMESTAMP_TOO_OLD');
+    expect(reasonOf(() => verifyWebhook(future, body, secret))).toBe('TIMESTAMP_TOO_NEW');
+    expect(verifyWebhook(old, body, secret, { tolerance: '10m' }).id).toBe('m1');
+    const fresh = signWebhook({ id: 'm1', body }, secret);
+    for (const timestamp of ['1.5e9', '-1', 'soon', `${now()}.0`]) {
+      expect(reasonOf(() => verifyWebhook({ ...fresh, 'webhook-timestamp': timestamp }, body, secret))).toBe('INVALID_TIMESTAMP');
+    }
+  });
+
+  it('rejects a tampered body, id or timestamp, a wrong secret, and signatures of other versions', () => {
+    const headers = signWebhook({ id: 'm1', body }, secret);
+    const t = Number(headers['webhook-timestamp']);
+    expect(reasonOf(() => verifyWebhook(headers, body.replace('5', '6'), secret))).toBe('SIGNATURE_MISMATCH');
+    expect(reasonOf(() => verifyWebhook({ ...headers, 'webhook-id': 'm2' }, body, secret))).toBe('SIGNATURE_MISMATCH');
+    expect(reasonOf(() => verifyWebhook({ ...headers, 'webhook-timestamp': String(t - 1) }, body, secret))).toBe('SIGNATURE_MISMATCH');
+    expect(reasonOf(() => verifyWebhook(headers, body, generateWebhookSecret()))).toBe('SIGNATURE_MISMATCH');
+    const v2 = headers['webhook-signature'].replace('v1,', 'v2,');
+    expect(reasonOf(() => verifyWebhook({ ...headers, 'webhook-signature': v2 }, body, secret))).toBe('SIGNATURE_MISMATCH');
+    const truncated = headers['webhook-signature'].slice(0, -4);
+    expect(reasonOf(() => verifyWebhook({ ...headers, 'webhook-signature': truncated }, body, secret))).toBe('SIGNATURE_MISMATCH');
+  });
+
+  it('finds the matching signature among several, skipping garbage', () => {
+    const headers = signWebhook({ id: 'm1', body }, secret);
+    const signature = `v1a,xyz v1 v1,!!! ${headers['webhook-signature']}`;
+    expect(verifyWebhook({ ...headers, 'webhook-signature': signature }, body, secret).id).toBe('m1');
+  });
+
+  it('refuses a parsed body, which cannot be verified', () => {
+    const headers = signWebhook({ id: 'm1', body }, secret);
+    expect(() => verifyWebhook(headers, JSON.parse(body) as string, secret)).toThrow(/rawBody/);
+  });
+});
