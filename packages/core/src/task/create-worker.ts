@@ -15,8 +15,7 @@ export interface WorkerOptions {
   /** A `pg` pool: queries, plus one connection held for LISTEN. */
   pool: PgPoolLike;
   /** The task types this worker runs; it claims only these names. */
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- a list of differently typed tasks; each is checked at its own defineTask/enqueue
-  tasks: readonly TaskDefinition<any, any>[];
+  tasks: readonly TaskDefinition<unknown, unknown>[];
   /** Schema of the task table. @defaultValue 'leasehold' */
   schema?: string;
   /** Recorded as `lease_owner`. @defaultValue `<hostname>:<pid>:<random>` */
@@ -50,7 +49,7 @@ export function createWorker(options: WorkerOptions): Worker {
     throw new ConfigError('tasks', 'Expected `tasks` to list at least one task made by defineTask()');
   }
   const byName = new Map<string, TaskDefinition<unknown, unknown>>();
-  for (const task of options.tasks as readonly TaskDefinition<unknown, unknown>[]) {
+  for (const task of options.tasks) {
     if (typeof task?.name !== 'string' || typeof task.handler !== 'function') {
       throw new ConfigError('tasks', 'Expected every entry of `tasks` to be made by defineTask()');
     }

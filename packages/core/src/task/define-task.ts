@@ -51,7 +51,8 @@ export interface TaskOptions<P, C = unknown> extends RunOptions {
 /** A checked task definition: what `enqueue` and `createWorker` take. */
 export interface TaskDefinition<P, C = unknown> {
   readonly name: string;
-  readonly handler: (payload: P, ctx: TaskContext<C>) => Promise<void> | void;
+  // method syntax on purpose: a list of differently typed tasks is a TaskDefinition<unknown>[]
+  handler(payload: P, ctx: TaskContext<C>): Promise<void> | void;
   readonly validate: PayloadValidator<P> | undefined;
   readonly maxAttempts: number;
   readonly priority: number;

@@ -1,0 +1,133 @@
+import { sql } from 'kysely';
+import { describe, expect, it } from 'vitest';
+import {
+  ConfigError,
+  createWorker,
+  defineTask,
+  enqueue,
+  enqueueMany,
+  isLeaseholdError,
+  PayloadValidationError,
+} from '@leasehold/core';
+import { readTask, useTestDatabase } from '../fixtures.js';
+import { nextEvent, useWorkers } from '../workers.js';
+
+const t = useTestDatabase();
+const track = useWorkers();
+
+const ran: string[] = [];
+const greet = defineTask<{ name: string }>('greet', { handler: async ({ name }) => void ran.push(name) });
+const strict = defineTask('strict', {
+  validate: {
+    parse(input: unknown): { n: number } {
+      const n = (input as { n?: unknown })?.n;
+      if (typeof n !== 'number') throw new Error('n must be a number');
+      return { n };
+    },
+  },
+  handler: async () => {},
+});
+const ordered = defineTask<{ step: number }>('ordered-step', { ordered: true, handler: async () => {} });
+
+async function countTasks(name: string): Promise<number> {
+  const { rows } = await sql<{ n: string }>`SELECT count(*) AS n FROM leasehold.task WHERE name = ${name}`.execute(t.db);
+  return Number(rows[0]?.n);
+}
+
+describe('enqueue inside the application transaction', () => {
+  it('a rolled-back Kysely transaction leaves no task; a committed one is run by the worker', async () => {
+    await t.db
+      .transaction()
+      .execute(async (trx) => {
+        await enqueue(trx, greet, { name: 'rolled back' });
+        throw new Error('the application failed');
+      })
+      .catch(() => undefined);
+    expect(await countTasks('greet')).toBe(0);
+
+    const worker = track(createWorker({ pool: t.pool, tasks: [greet], pollInterval: '10s' }));
+    await worker.start();
+    const done = nextEvent(worker, 'task:succeeded');
+    const { id } = await t.db.transaction().execute((trx) => enqueue(trx, greet, { name: 'committed' }));
+    expect((await done).task.id).toBe(id);
+    expect(ran).toEqual(['committed']);
+    await worker.stop();
+  });
+
+  it('a rolled-back pg transaction leaves no task; a committed one is stored', async () => {
+    const client = await t.client();
+    await client.query('BEGIN');
+    await enqueue(client, greet, { name: 'pg rolled back' });
+    await client.query('ROLLBACK');
+    await client.query('BEGIN');
+    const { id } = await enqueue(client, greet, { name: 'pg committed' });
+    await client.query('COMMIT');
+    const { rows } = await sql<{ payload: unknown }>`SELECT payload FROM leasehold.task WHERE name = 'greet' AND status = 'pending'`.execute(t.db);
+    expect(rows).toEqual([{ payload: { name: 'pg committed' } }]);
+    expect((await readTask(t.db, id)).status).toBe('pending');
+  });
+
+  it('eight concurrent enqueues of one dedup key make one task and all return it', async () => {
+    const results = await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        t.db.transaction().execute((trx) => enqueue(trx, greet, { name: `dup ${i}` }, { dedupKey: 'welcome:42' })),
+      ),
+    );
+    expect(new Set(results.map((r) => r.id)).size).toBe(1);
+    expect(results.filter((r) => r.inserted)).toHaveLength(1);
+    const { rows } = await sql<{ n: string }>`SELECT count(*) AS n FROM leasehold.task WHERE dedup_key = 'welcome:42'`.execute(t.db);
+    expect(rows[0]?.n).toBe('1');
+  });
+
+  it('enqueueMany inserts a batch in one statement, in order, folding repeated dedup keys', async () => {
+    const items = Array.from({ length: 500 }, (_, i) => ({ payload: { name: `bulk ${i}` } }));
+    const result = await enqueueMany(t.pool, greet, [...items, { payload: { name: 'a' }, dedupKey: 'k' }, { payload: { name: 'b' }, dedupKey: 'k' }]);
+    expect(result).toHaveLength(502);
+    const ids = result.slice(0, 500).map((r) => BigInt(r.id));
+    expect(ids).toEqual([...ids].sort((a, b) => (a < b ? -1 : 1)));
+    expect(result[501]).toEqual({ id: result[500]!.id, inserted: false });
+  });
+
+  it('rejects an invalid payload with a typed error at enqueue, writing nothing', async () => {
+    const error = await enqueue(t.pool, strict, { n: 'one' } as unknown as { n: number }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(PayloadValidationError);
+    expect(isLeaseholdError(error, 'PAYLOAD_VALIDATION')).toBe(true);
+    expect((error as Error).message).toContain('n must be a number');
+    expect(await countTasks('strict')).toBe(0);
+    // not JSON: a bigint cannot be stored as jsonb
+    const before = await countTasks('greet');
+    await expect(enqueue(t.pool, greet, { name: 2n as unknown as string })).rejects.toBeInstanceOf(PayloadValidationError);
+    expect(await countTasks('greet')).toBe(before);
+  });
+
+  it('checks options before any SQL: ordered tasks need a groupKey; NaN priority and negative delay are refused', async () => {
+    await expect(enqueue(t.pool, ordered, { step: 1 })).rejects.toMatchObject({ code: 'CONFIG', option: 'groupKey' });
+    await expect(enqueue(t.pool, greet, { name: 'x' }, { priority: Number.NaN })).rejects.toMatchObject({ option: 'priority' });
+    await expect(enqueue(t.pool, greet, { name: 'x' }, { delay: -1 })).rejects.toMatchObject({ option: 'delay' });
+    await expect(enqueue(t.pool, greet, { name: 'x' }, { runAt: new Date(Number.NaN) })).rejects.toMatchObject({ option: 'runAt' });
+    await expect(enqueue(t.pool, greet, { name: 'x' }, { schema: 'no;pe' })).rejects.toBeInstanceOf(ConfigError);
+  });
+
+  it('producers of one group are serialised until commit: the second committer never gets the smaller id', async () => {
+    const first = await t.client();
+    const second = await t.client();
+    await first.query('BEGIN');
+    const a = await enqueue(first, ordered, { step: 1 }, { groupKey: 'order-7' });
+    await second.query('BEGIN');
+    // blocks on the group's lock until `first` commits, so it can only get a later id
+    const pendingB = enqueue(second, ordered, { step: 2 }, { groupKey: 'order-7' });
+    const raced = await Promise.race([pendingB.then(() => 'inserted'), new Promise((r) => setTimeout(() => r('waiting'), 200))]);
+    expect(raced).toBe('waiting');
+    await first.query('COMMIT');
+    const b = await pendingB;
+    await second.query('COMMIT');
+    expect(BigInt(b.id) > BigInt(a.id)).toBe(true);
+  });
+
+  it('run-at and delay move available_at', async () => {
+    const later = await enqueue(t.pool, greet, { name: 'later' }, { delay: '1h' });
+    const at = await enqueue(t.pool, greet, { name: 'at' }, { runAt: new Date(Date.now() + 86_400_000) });
+    expect((await readTask(t.db, later.id)).availableInMs).toBeGreaterThan(3_590_000);
+    expect((await readTask(t.db, at.id)).availableInMs).toBeGreaterThan(86_000_000);
+  });
+});

@@ -1,0 +1,259 @@
+import { sql } from 'kysely';
+import pg from 'pg';
+import { describe, expect, it } from 'vitest';
+import {
+  createWorker,
+  defineTask,
+  enqueue,
+  HandlerTimeoutError,
+  isLeaseholdError,
+  LeaseLostError,
+  markDone,
+  PermanentError,
+  ShutdownError,
+} from '@leasehold/core';
+import { readTask, useTestDatabase } from '../fixtures.js';
+import { nextEvent, useWorkers } from '../workers.js';
+
+const t = useTestDatabase();
+const track = useWorkers();
+
+function gate(): { wait: Promise<void>; open: () => void } {
+  let open!: () => void;
+  const wait = new Promise<void>((resolve) => (open = resolve));
+  return { wait, open };
+}
+
+function abortedWith(signal: AbortSignal): Promise<unknown> {
+  return new Promise((resolve) => signal.addEventListener('abort', () => resolve(signal.reason), { once: true }));
+}
+
+describe('the worker', () => {
+  it('starts a task within 1 s of its commit with a 10 s poll interval (LISTEN/NOTIFY)', async () => {
+    const started: number[] = [];
+    const ping = defineTask<{ at: number }>('ping', { handler: async () => void started.push(performance.now()) });
+    const worker = track(createWorker({ pool: t.pool, tasks: [ping], pollInterval: '10s' }));
+    await worker.start();
+    await nextEvent(worker, 'worker:idle');
+    const committed = performance.now();
+    const done = nextEvent(worker, 'task:succeeded');
+    await enqueue(t.pool, ping, { at: committed });
+    await done;
+    expect(started[0]! - committed).toBeLessThan(1_000);
+    await worker.stop();
+  });
+
+  it('re-LISTENs after its connection is killed, and still wakes within 1 s', async () => {
+    const pong = defineTask<object>('pong', { handler: async () => {} });
+    const pool = new pg.Pool({ connectionString: t.url, max: 4, application_name: 'relisten-test' });
+    pool.on('error', () => undefined); // idle clients die with the killed backend's siblings
+    const worker = track(createWorker({ pool, tasks: [pong], pollInterval: '10s' }));
+    const errors: Error[] = [];
+    worker.on('worker:error', ({ error }) => void errors.push(error));
+    await worker.start();
+    await sql`SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+              WHERE application_name = 'relisten-test' AND query ILIKE 'LISTEN%'`.execute(t.db);
+    await expect.poll(() => errors.length, { timeout: 5_000 }).toBeGreaterThan(0);
+    // wait until the listener is back
+    await expect
+      .poll(async () => {
+        const { rows } = await sql<{ n: string }>`SELECT count(*) AS n FROM pg_stat_activity
+          WHERE application_name = 'relisten-test' AND query ILIKE 'LISTEN%'`.execute(t.db);
+        return Number(rows[0]?.n);
+      }, { timeout: 10_000 })
+      .toBe(1);
+    const committed = performance.now();
+    const done = nextEvent(worker, 'task:succeeded');
+    await enqueue(t.pool, pong, {});
+    await done;
+    expect(performance.now() - committed).toBeLessThan(1_000);
+    await worker.stop();
+    await pool.end();
+  });
+
+  it('keeps at most `concurrency` handlers running and claims only free slots', async () => {
+    let running = 0;
+    let peak = 0;
+    const release = gate();
+    const slow = defineTask<object>('slow', {
+      handler: async () => {
+        running++;
+        peak = Math.max(peak, running);
+        await release.wait;
+        running--;
+      },
+    });
+    for (let i = 0; i < 10; i++) await enqueue(t.pool, slow, {});
+    const worker = track(createWorker({ pool: t.pool, tasks: [slow], concurrency: 3, pollInterval: 50 }));
+    await worker.start();
+    await expect.poll(() => running).toBe(3);
+    const { rows } = await sql<{ n: string }>`SELECT count(*) AS n FROM leasehold.task WHERE name = 'slow' AND status = 'processing'`.execute(t.db);
+    expect(rows[0]?.n).toBe('3'); // claimed no more than it can run
+    release.open();
+    await expect.poll(async () => (await sql<{ n: string }>`SELECT count(*) AS n FROM leasehold.task WHERE name = 'slow' AND status = 'done'`.execute(t.db)).rows[0]?.n).toBe('10');
+    expect(peak).toBe(3);
+    await worker.stop();
+  });
+
+  it('claims only the task names it has handlers for', async () => {
+    const mine = defineTask<object>('mine', { handler: async () => {} });
+    const theirs = defineTask<object>('theirs', { handler: async () => {} });
+    const other = await enqueue(t.pool, theirs, {});
+    const worker = track(createWorker({ pool: t.pool, tasks: [mine], pollInterval: 50 }));
+    await worker.start();
+    const done = nextEvent(worker, 'task:succeeded');
+    await enqueue(t.pool, mine, {});
+    await done;
+    expect((await readTask(t.db, other.id)).status).toBe('pending');
+    await worker.stop();
+  });
+
+  it('classifies outcomes: permanent → dead, retryable → retrying with backoff, invalid payload → dead', async () => {
+    const failing = defineTask<{ kind: string }>('failing', {
+      backoff: { base: '10s', cap: '10s' },
+      validate: {
+        parse(input: unknown) {
+          if (typeof (input as { kind?: unknown }).kind !== 'string') throw new Error('kind missing');
+          return input as { kind: string };
+        },
+      },
+      handler: async ({ kind }) => {
+        if (kind === 'permanent') throw new PermanentError('no such account');
+        throw new Error('flaky');
+      },
+    });
+    const worker = track(createWorker({ pool: t.pool, tasks: [failing], pollInterval: 50 }));
+    const dead = nextEvent(worker, 'task:dead', ({ error }) => error.includes('no such account'));
+    const retrying = nextEvent(worker, 'task:retrying');
+    await enqueue(t.pool, failing, { kind: 'permanent' });
+    await enqueue(t.pool, failing, { kind: 'flaky' });
+    // a row whose payload no longer passes the validator (written by an older producer)
+    const { rows } = await sql<{ id: string }>`INSERT INTO leasehold.task (name, payload) VALUES ('failing', '{"old": true}') RETURNING id`.execute(t.db);
+    const invalid = nextEvent(worker, 'task:dead', ({ task }) => task.id === String(rows[0]!.id));
+    await worker.start();
+    await dead;
+    const r = await retrying;
+    expect(r.error.message).toBe('flaky');
+    expect(r.delayMs).toBeLessThan(10_000);
+    expect((await invalid).error).toContain('kind missing');
+    await worker.stop();
+  });
+
+  it('a handler timeout aborts the signal and counts as a retryable failure', async () => {
+    let reason: unknown;
+    const stuck = defineTask<object>('stuck', {
+      lease: '5s',
+      handlerTimeout: 100,
+      handler: async (_payload, ctx) => {
+        reason = await abortedWith(ctx.signal);
+      },
+    });
+    const worker = track(createWorker({ pool: t.pool, tasks: [stuck], pollInterval: 50 }));
+    const retrying = nextEvent(worker, 'task:retrying');
+    await enqueue(t.pool, stuck, {});
+    await worker.start();
+    const r = await retrying;
+    expect(reason).toBeInstanceOf(HandlerTimeoutError);
+    expect(isLeaseholdError(r.error, 'HANDLER_TIMEOUT')).toBe(true);
+    expect(await readTask(t.db, r.task.id)).toMatchObject({ status: 'pending', attempts: 1 });
+    await worker.stop();
+  });
+
+  it('a listener that throws does not break the loop', async () => {
+    const ok = defineTask<object>('ok', { handler: async () => {} });
+    const worker = track(createWorker({ pool: t.pool, tasks: [ok], pollInterval: 50 }));
+    worker.on('task:claimed', () => {
+      throw new Error('bad listener');
+    });
+    const reported = nextEvent(worker, 'worker:error', ({ error }) => error.message === 'bad listener');
+    await worker.start();
+    const first = nextEvent(worker, 'task:succeeded');
+    await enqueue(t.pool, ok, {});
+    await first;
+    await reported;
+    const second = nextEvent(worker, 'task:succeeded');
+    await enqueue(t.pool, ok, {});
+    await second;
+    await worker.stop();
+  });
+
+  it('follow-up tasks commit with the completion, and only with it', async () => {
+    const next = defineTask<{ from: string }>('follow-up', { handler: async () => {} });
+    const parent = defineTask<{ fail: boolean }>('parent', {
+      maxAttempts: 1,
+      handler: async ({ fail }, ctx) => {
+        ctx.enqueue(next, { from: ctx.task.id });
+        if (fail) throw new Error('parent failed');
+      },
+    });
+    const worker = track(createWorker({ pool: t.pool, tasks: [parent], pollInterval: 50 }));
+    await worker.start();
+    const ok = await enqueue(t.pool, parent, { fail: false });
+    const bad = await enqueue(t.pool, parent, { fail: true });
+    await expect.poll(async () => (await readTask(t.db, bad.id)).status).toBe('dead');
+    await expect.poll(async () => (await readTask(t.db, ok.id)).status).toBe('done');
+    const { rows } = await sql<{ payload: { from: string } }>`SELECT payload FROM leasehold.task WHERE name = 'follow-up'`.execute(t.db);
+    expect(rows.map((r) => r.payload.from)).toEqual([ok.id]);
+    await worker.stop();
+  });
+
+  it('stop(): finished tasks are done, aborted ones pending with the attempt refunded, no connection left', async () => {
+    const pool = new pg.Pool({ connectionString: t.url, max: 5 });
+    const quickGate = gate();
+    const seen: unknown[] = [];
+    const quick = defineTask<object>('quick', { handler: async () => quickGate.wait });
+    const endless = defineTask<object>('endless', {
+      handler: async (_payload, ctx) => {
+        seen.push(await abortedWith(ctx.signal));
+      },
+    });
+    const q = await enqueue(t.pool, quick, {});
+    const e = await enqueue(t.pool, endless, {});
+    const worker = track(createWorker({ pool, tasks: [quick, endless], pollInterval: 50 }));
+    await worker.start();
+    await expect.poll(() => worker.inFlightCount).toBe(2);
+    const released = nextEvent(worker, 'task:released');
+    const stopping = worker.stop({ timeout: 300 });
+    quickGate.open(); // finishes during the drain
+    await stopping;
+    expect((await released).task.id).toBe(e.id);
+    expect(seen[0]).toBeInstanceOf(ShutdownError);
+    expect(await readTask(t.db, q.id)).toMatchObject({ status: 'done', attempts: 1 });
+    expect(await readTask(t.db, e.id)).toMatchObject({ status: 'pending', attempts: 0 });
+    expect(pool.totalCount - pool.idleCount).toBe(0); // nothing checked out: LISTEN connection returned
+    await worker.stop(); // idempotent
+    await pool.end();
+  });
+
+  it('stop() before start() and twice is safe', async () => {
+    const noop = defineTask<object>('noop', { handler: async () => {} });
+    const worker = createWorker({ pool: t.pool, tasks: [noop] });
+    await worker.stop();
+    await worker.stop();
+    await expect(worker.start()).rejects.toThrow(/already/);
+  });
+
+  it('a lost lease aborts the handler with LeaseLostError and writes nothing', async () => {
+    const started = gate();
+    let reason: unknown;
+    const longOne = defineTask<object>('long-one', {
+      lease: '30s',
+      handler: async (_payload, ctx) => {
+        started.open();
+        reason = await abortedWith(ctx.signal);
+      },
+    });
+    const worker = track(createWorker({ pool: t.pool, tasks: [longOne], pollInterval: 50, heartbeatInterval: 50 }));
+    const { id } = await enqueue(t.pool, longOne, {});
+    await worker.start();
+    await started.wait;
+    // another claim took over (as after an expiry): the fencing token moved on
+    await sql`UPDATE leasehold.task SET lease_version = lease_version + 1 WHERE id = ${id}`.execute(t.db);
+    const lost = await nextEvent(worker, 'task:lease-lost');
+    expect(lost.task.id).toBe(id);
+    await expect.poll(() => reason).toBeInstanceOf(LeaseLostError);
+    expect(await markDone(t.pool, { id, leaseVersion: lost.task.leaseVersion })).toBe(false);
+    expect((await readTask(t.db, id)).status).toBe('processing');
+    await worker.stop();
+  });
+});
