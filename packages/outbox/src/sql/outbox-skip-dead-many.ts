@@ -1,0 +1,35 @@
+import { execute, type Executor, type LeasedTable, type TaskStatus } from '@leasehold/core';
+import { sql } from 'kysely';
+import { toDeadResolution, type DeadResolution } from './dead-resolution.js';
+
+/**
+ * Gives up on dead messages on purpose: they become `done` (never delivered) with
+ * `resolution = 'skipped: <reason>'`, which unblocks the later messages of an ordered
+ * aggregate. Only rows still `dead` change. `last_error` keeps why the message died. Locks the
+ * changed rows until the statement's transaction ends.
+ */
+export async function outboxSkipDeadMany(
+  executor: Executor,
+  table: LeasedTable<unknown>,
+  ids: readonly string[],
+  reason: string,
+): Promise<DeadResolution> {
+  const t = sql.id(table.schema, table.table);
+  const rows = await execute<{ id: string; changed: boolean; status: TaskStatus | null }>(
+    executor,
+    sql`
+      WITH wanted AS (SELECT DISTINCT unnest(${[...ids]}::bigint[]) AS id),
+      changed AS (
+        UPDATE ${t} AS o
+        SET status = 'done', done_at = now(), resolution = ${`skipped: ${reason}`}, resolved_at = now()
+        FROM wanted WHERE o.id = wanted.id AND o.status = 'dead'
+        RETURNING o.id
+      )
+      -- cur is read from the statement's snapshot: for unchanged ids, the status that refused them
+      SELECT w.id, (c.id IS NOT NULL) AS changed, cur.status
+      FROM wanted AS w LEFT JOIN changed AS c ON c.id = w.id LEFT JOIN ${t} AS cur ON cur.id = w.id
+      ORDER BY w.id
+    `,
+  );
+  return toDeadResolution(rows);
+}
