@@ -131,3 +131,16 @@ describe('enqueue inside the application transaction', () => {
     expect((await readTask(t.db, at.id)).availableInMs).toBeGreaterThan(86_000_000);
   });
 });
+
+describe('@leasehold/core/testing', () => {
+  it('expectTaskEnqueued finds a pending task by payload subset, and says what is missing otherwise', async () => {
+    const { expectTaskEnqueued } = await import('@leasehold/core/testing');
+    const welcome = defineTask<{ to: string; locale: string }>('welcome', { handler: async () => {} });
+    await t.db.transaction().execute(async (trx) => {
+      const { id } = await enqueue(trx, welcome, { to: 'ada@example.com', locale: 'en' });
+      const found = await expectTaskEnqueued(trx, welcome, { to: 'ada@example.com' });
+      expect(found).toMatchObject({ id, payload: { to: 'ada@example.com', locale: 'en' } });
+      await expect(expectTaskEnqueued(trx, welcome, { to: 'bob@example.com' })).rejects.toThrow(/found none/);
+    });
+  });
+});
