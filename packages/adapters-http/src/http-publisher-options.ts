@@ -2,7 +2,6 @@ import { ConfigError, parseDuration, parseInteger, type Duration } from '@leaseh
 import type { ConflictPolicy, HttpClassification, HttpResponseSummary } from './classify-response.js';
 import { webhookEnvelope } from './envelope.js';
 import type { OutboxMessage } from './publisher-types.js';
-import { describeUrl } from './redact.js';
 import { parseWebhookSecrets, secretTexts, type WebhookKey } from './webhook-secret.js';
 
 /** Header values, fixed or computed per message. */
@@ -19,6 +18,12 @@ export interface HttpPublisherOptions {
    * scrubbed from every error text.
    */
   headers?: HeadersOption;
+  /**
+   * Errors name the target by origin only, not origin and path: for URLs whose path is the
+   * credential (Slack-style incoming webhooks). The query string is never shown.
+   * @defaultValue false
+   */
+  hideUrlPath?: boolean;
   /** Per request: connect, send, response headers and the bounded body read. Keep it well inside the lease. @defaultValue '10s' */
   timeout?: Duration;
   /** Standard Webhooks secrets (`whsec_…`); each signs the request (several = rotation). Unset: unsigned. */
@@ -43,6 +48,7 @@ export interface HttpPublisherOptions {
 export interface NormalizedHttpPublisherOptions {
   readonly url: URL | ((message: OutboxMessage) => string | URL);
   readonly headers: HeadersOption | undefined;
+  readonly hideUrlPath: boolean;
   readonly timeoutMs: number;
   readonly keys: readonly WebhookKey[];
   readonly idempotencyHeader: string;
@@ -79,6 +85,7 @@ export function normalizeHttpPublisherOptions(options: HttpPublisherOptions): No
   return Object.freeze({
     url: normalizeUrl(options.url),
     headers: options.headers,
+    hideUrlPath: options.hideUrlPath ?? false,
     timeoutMs: parseDuration(options.timeout ?? '10s', 'timeout'),
     keys: Object.freeze(secrets === undefined ? [] : parseWebhookSecrets(secrets, 'signingSecrets')),
     idempotencyHeader,
@@ -109,7 +116,11 @@ export function parseHttpUrl(value: unknown, option: string): URL {
   }
   if (!url) throw new ConfigError(option, `Expected \`${option}\` to be an absolute http(s) URL`);
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new ConfigError(option, `Expected \`${option}\` to use http: or https:, got ${url.protocol} (${describeUrl(url)})`);
+    throw new ConfigError(option, `Expected \`${option}\` to use http: or https:, got ${url.protocol}`);
+  }
+  if (url.username || url.password) {
+    // fetch refuses them anyway, with the whole URL (credentials included) in its error
+    throw new ConfigError(option, `Expected \`${option}\` without user info: send credentials in \`headers\``);
   }
   return url;
 }

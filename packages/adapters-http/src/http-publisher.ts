@@ -84,7 +84,7 @@ async function send(options: NormalizedHttpPublisherOptions, request: PreparedRe
 
 function prepare(options: NormalizedHttpPublisherOptions, message: OutboxMessage): PreparedRequest {
   const url = resolveUrl(options, message);
-  const target = `POST ${describeUrl(url)}`;
+  const target = `POST ${options.hideUrlPath ? url.origin : describeUrl(url)}`;
   const extra = typeof options.headers === 'function' ? options.headers(message) : (options.headers ?? {});
   const scrub = [...options.scrub, ...(typeof options.headers === 'function' ? sensitiveValues(extra) : [])];
   let body: string;

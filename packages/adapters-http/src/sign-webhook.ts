@@ -1,14 +1,17 @@
 import { toWebhookKeys, type WebhookKey } from './webhook-secret.js';
 
-/** The three headers of a Standard Webhooks delivery. */
-export interface WebhookHeaders {
+/**
+ * The three headers of a Standard Webhooks delivery. (A type literal, not an interface, so it
+ * can be passed wherever a header record is expected.)
+ */
+export type WebhookHeaders = {
   /** The message id: the same on every retry, so receivers can deduplicate. */
   readonly 'webhook-id': string;
   /** Unix time of this attempt, in whole seconds. */
   readonly 'webhook-timestamp': string;
   /** `v1,<base64 signature>`, one per secret, separated by spaces. */
   readonly 'webhook-signature': string;
-}
+};
 
 /** What {@link signWebhook} signs. */
 export interface SignWebhookInput {
