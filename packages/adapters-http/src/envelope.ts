@@ -1,4 +1,4 @@
-import type { OutboxMessage } from './publisher-types.js';
+import type { OutboxMessage } from '@leasehold/outbox';
 
 /** The JSON body {@link httpPublisher} sends by default. */
 export interface WebhookEnvelope {

@@ -1,7 +1,7 @@
 import { ConfigError, parseDuration, parseInteger, type Duration } from '@leasehold/core';
 import type { ConflictPolicy, HttpClassification, HttpResponseSummary } from './classify-response.js';
 import { webhookEnvelope } from './envelope.js';
-import type { OutboxMessage } from './publisher-types.js';
+import type { OutboxMessage } from '@leasehold/outbox';
 import { parseWebhookSecrets, secretTexts, type WebhookKey } from './webhook-secret.js';
 
 /** Header values, fixed or computed per message. */

@@ -9,7 +9,7 @@ import {
   type HttpPublisherOptions,
   type NormalizedHttpPublisherOptions,
 } from './http-publisher-options.js';
-import type { OutboxMessage, PublishContext, Publisher } from './publisher-types.js';
+import type { OutboxMessage, PublishContext, Publisher } from '@leasehold/outbox';
 import { readBody } from './read-body.js';
 import { describeUrl, redact } from './redact.js';
 import { signWebhook } from './sign-webhook.js';

@@ -1,6 +1,6 @@
 // Public API of @leasehold/adapters-http, name by name.
 
-export type { OutboxMessage, PublishContext, Publisher } from './publisher-types.js';
+export type { OutboxMessage, PublishContext, Publisher } from '@leasehold/outbox';
 export { httpPublisher, type HttpPublisher } from './http-publisher.js';
 export { type HttpPublisherOptions, type HeadersOption } from './http-publisher-options.js';
 export { publisherTaskHandler, type PublisherTaskHandlerOptions, type PublishingTaskHandler } from './task-handler.js';

@@ -1,5 +1,5 @@
 import type { Claimed, TaskRow } from '@leasehold/core';
-import type { OutboxMessage, Publisher } from './publisher-types.js';
+import type { OutboxMessage, Publisher } from '@leasehold/outbox';
 
 /** Options of {@link publisherTaskHandler}. */
 export interface PublisherTaskHandlerOptions<Row> {
