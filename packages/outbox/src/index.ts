@@ -9,3 +9,5 @@ export type { OutboxStats } from './sql/outbox-stats.js';
 export type { DeadMessage } from './sql/outbox-dead-list.js';
 export type { DeadResolution } from './sql/dead-resolution.js';
 export type { OutboxMessage, Publisher, PublishContext } from './publisher.js';
+export { toOutboxMessage } from './outbox-message.js';
+export { createDispatcher, type Dispatcher, type DispatcherOptions } from './dispatcher.js';

@@ -31,7 +31,7 @@ export interface PurgeDoneResult {
 }
 
 /** @internal */
-export function listDead(executor: Executor, table: LeasedTable<unknown>, options: DeadListOptions = {}): Promise<DeadMessage[]> {
+export async function listDead(executor: Executor, table: LeasedTable<unknown>, options: DeadListOptions = {}): Promise<DeadMessage[]> {
   const limit = options.limit ?? 100;
   if (!Number.isInteger(limit) || limit < 1 || limit > 10_000) {
     throw new ConfigError('limit', `Expected \`limit\` to be an integer between 1 and 10000, got ${String(limit)}`);
@@ -41,12 +41,12 @@ export function listDead(executor: Executor, table: LeasedTable<unknown>, option
 }
 
 /** @internal */
-export function retryDead(executor: Executor, table: LeasedTable<unknown>, ids: readonly string[], reason: string): Promise<DeadResolution> {
+export async function retryDead(executor: Executor, table: LeasedTable<unknown>, ids: readonly string[], reason: string): Promise<DeadResolution> {
   return outboxRetryDeadMany(executor, table, checkIds(ids, 'ids'), checkReason(reason));
 }
 
 /** @internal */
-export function skipDead(executor: Executor, table: LeasedTable<unknown>, ids: readonly string[], reason: string): Promise<DeadResolution> {
+export async function skipDead(executor: Executor, table: LeasedTable<unknown>, ids: readonly string[], reason: string): Promise<DeadResolution> {
   return outboxSkipDeadMany(executor, table, checkIds(ids, 'ids'), checkReason(reason));
 }
 

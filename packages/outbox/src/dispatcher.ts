@@ -1,0 +1,108 @@
+import {
+  ConfigError,
+  createLeaseWorker,
+  parseDuration,
+  type Duration,
+  type LeaseWorker,
+  type PgPoolLike,
+} from '@leasehold/core';
+import { checkDispatchTiming } from './dispatch-timing.js';
+import { toOutboxMessage } from './outbox-message.js';
+import { outboxTable, type OutboxRow } from './outbox-table.js';
+import type { Publisher } from './publisher.js';
+
+/** Options of {@link createDispatcher}. */
+export interface DispatcherOptions {
+  /** A `pg` pool: claims and finalizes, plus one connection held for LISTEN. */
+  pool: PgPoolLike;
+  /** Delivers each message; see {@link Publisher}. */
+  publisher: Publisher;
+  /** Schema holding the outbox table. @defaultValue 'leasehold' */
+  schema?: string;
+  /** Recorded as `lease_owner`, for people. @defaultValue `<hostname>:<pid>:<random>` */
+  owner?: string;
+  /** Most publishes in flight at once. @defaultValue 8 */
+  concurrency?: number;
+  /** Most messages per claim statement. @defaultValue `concurrency` */
+  batch?: number;
+  /** Lease per claimed message; `batch × publishTimeout` must be shorter. @defaultValue '60s' */
+  lease?: Duration;
+  /**
+   * Time limit of one publish: then its signal aborts and the attempt counts as a retryable
+   * failure. @defaultValue '5s'
+   */
+  publishTimeout?: Duration;
+  /** Poll this often when no notification arrives. @defaultValue '2s' */
+  pollInterval?: Duration;
+  /** Deliver only these event types (for a dispatcher per destination). @defaultValue all */
+  eventTypes?: readonly string[];
+  /** Full-jitter backoff bounds for retryable failures. @defaultValue base 1 s, cap 5 min */
+  backoff?: { base?: Duration; cap?: Duration };
+  /** A deferral that would make a message older than this sends it dead instead. @defaultValue '7d' */
+  maxDeferAge?: Duration;
+  /** Extend in-flight leases this often. @defaultValue a third of the lease */
+  heartbeatInterval?: Duration;
+  /** Wake on NOTIFY from the outbox's insert trigger. @defaultValue true */
+  listen?: boolean;
+}
+
+/**
+ * A running outbox dispatcher: core's lease worker on the outbox table. `start()`, `stop({
+ * timeout })` and the `task:*` / `worker:*` events are the worker's; each event's `task` is the
+ * claimed outbox row.
+ */
+export type Dispatcher = LeaseWorker<OutboxRow>;
+
+/**
+ * Creates a dispatcher that claims outbox messages (ordered ones only at the head of their
+ * aggregate), publishes each outside any transaction with a timeout, and finalizes it with the
+ * fence: done, retried with backoff, deferred, or dead. Options are checked here, before
+ * anything touches the database, including `batch × publishTimeout < lease`.
+ *
+ * @example
+ * const dispatcher = createDispatcher({ pool, publisher, concurrency: 4, publishTimeout: '5s' });
+ * dispatcher.on('task:dead', ({ task, error }) => log.error({ id: task.id, error }, 'outbox message dead'));
+ * await dispatcher.start();
+ * // on shutdown:
+ * await dispatcher.stop({ timeout: '10s' });
+ */
+export function createDispatcher(options: DispatcherOptions): Dispatcher {
+  const publisher = options.publisher;
+  if (typeof publisher?.publish !== 'function') {
+    throw new ConfigError('publisher', 'Expected `publisher` to have a `publish(message, { signal })` method');
+  }
+  const concurrency = checkCount(options.concurrency ?? 8, 'concurrency');
+  const batch = checkCount(options.batch ?? concurrency, 'batch');
+  const lease = options.lease ?? '60s';
+  const publishTimeout = options.publishTimeout ?? '5s';
+  checkDispatchTiming({
+    batch,
+    publishTimeoutMs: parseDuration(publishTimeout, 'publishTimeout'),
+    leaseMs: parseDuration(lease, 'lease'),
+  });
+  return createLeaseWorker<OutboxRow>({
+    pool: options.pool,
+    table: outboxTable(options.schema),
+    // the worker aborts ctx.signal on the publish timeout (handlerTimeout), on shutdown and on
+    // a lost lease, and stops waiting for a publisher that ignores it
+    handle: (row, ctx) => publisher.publish(toOutboxMessage(row), { signal: ctx.signal }),
+    handlerTimeout: publishTimeout,
+    owner: options.owner,
+    concurrency,
+    batch,
+    lease,
+    pollInterval: options.pollInterval,
+    names: options.eventTypes,
+    backoff: options.backoff,
+    maxDeferAge: options.maxDeferAge,
+    heartbeatInterval: options.heartbeatInterval,
+    listen: options.listen,
+  });
+}
+
+function checkCount(value: unknown, option: string): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > 10_000) {
+    throw new ConfigError(option, `Expected \`${option}\` to be an integer between 1 and 10000, got ${String(value)}`);
+  }
+  return value;
+}
