@@ -98,7 +98,8 @@ describe('heartbeat', () => {
     const statements: { text: string; values: unknown[] }[] = [];
     const query = pool.query.bind(pool) as (...args: unknown[]) => Promise<unknown>;
     (pool as unknown as { query: (...args: unknown[]) => Promise<unknown> }).query = (...args: unknown[]) => {
-      statements.push({ text: String((args[0] as { text?: string })?.text ?? args[0]), values: (args[1] as unknown[]) ?? [] });
+      const config = args[0] as { text?: string; values?: unknown[] };
+      statements.push({ text: String(config?.text ?? args[0]), values: config?.values ?? (args[1] as unknown[]) ?? [] });
       return query(...args);
     };
     const worker = track(createWorker({ pool, tasks: [held], concurrency: 20, pollInterval: '10s', heartbeatInterval: 100 }));

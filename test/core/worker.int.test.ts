@@ -95,6 +95,29 @@ describe('the worker', () => {
     await worker.stop();
   });
 
+  it('with `prefetch`, keeps that many claimed tasks ready beyond the running ones, and gives them back on stop', async () => {
+    const release = gate();
+    const buffered = defineTask<object>('buffered', { handler: async () => release.wait });
+    const ids = [];
+    for (let i = 0; i < 10; i++) ids.push((await enqueue(t.pool, buffered, {})).id);
+    const worker = track(createWorker({ pool: t.pool, tasks: [buffered], concurrency: 3, prefetch: 2, pollInterval: 50 }));
+    await worker.start();
+    await expect.poll(() => worker.inFlightCount).toBe(5);
+    expect(worker.runningCount).toBe(3);
+    const { rows } = await sql<{ n: string }>`SELECT count(*) AS n FROM leasehold.task WHERE name = 'buffered' AND status = 'processing'`.execute(t.db);
+    expect(rows[0]?.n).toBe('5');
+    const stopping = worker.stop({ timeout: '5s' });
+    release.open();
+    await stopping;
+    const { rows: after } = await sql<{ status: string; attempts: number; n: string }>`
+      SELECT status, attempts, count(*) AS n FROM leasehold.task WHERE name = 'buffered' GROUP BY 1, 2 ORDER BY 1`.execute(t.db);
+    // the 3 running finished; the 2 buffered never started and went back with their attempt refunded
+    expect(after).toEqual([
+      { status: 'done', attempts: 1, n: '3' },
+      { status: 'pending', attempts: 0, n: '7' },
+    ]);
+  });
+
   it('claims only the task names it has handlers for', async () => {
     const mine = defineTask<object>('mine', { handler: async () => {} });
     const theirs = defineTask<object>('theirs', { handler: async () => {} });

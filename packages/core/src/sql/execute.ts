@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import {
   DummyDriver,
   Kysely,
@@ -8,9 +9,14 @@ import {
   type RawBuilder,
 } from 'kysely';
 
-/** The subset of a `pg` client or pool leasehold needs: `query(text, values)`. */
+/** The subset of a `pg` client or pool leasehold needs: `query(text, values)` or `query(config)`. */
 export interface PgQueryable {
   query(text: string, values?: unknown[]): Promise<{ rows: unknown[]; rowCount: number | null }>;
+}
+
+/** A `pg` executor that also takes a query config, so statements can be prepared once per connection. */
+interface PgPreparable {
+  query(config: { name: string; text: string; values: unknown[] }): Promise<{ rows: unknown[] }>;
 }
 
 /**
@@ -40,6 +46,24 @@ export async function execute<R>(executor: Executor, query: RawBuilder<R>): Prom
     return result.rows;
   }
   const compiled = query.compile(compiler);
-  const result = await executor.query(compiled.sql, [...compiled.parameters]);
+  const values = [...compiled.parameters];
+  if (values.length === 0) {
+    // no parameters: simple protocol (allows several statements, e.g. migrations)
+    return (await executor.query(compiled.sql, values)).rows as R[];
+  }
+  // named: pg parses and plans it once per connection, then reuses it
+  const name = statementName(compiled.sql);
+  const result = await (executor as unknown as PgPreparable).query({ name, text: compiled.sql, values });
   return result.rows as R[];
+}
+
+const names = new Map<string, string>();
+
+function statementName(text: string): string {
+  let name = names.get(text);
+  if (name === undefined) {
+    name = `leasehold_${createHash('sha1').update(text).digest('hex').slice(0, 16)}`;
+    if (names.size < 1_000) names.set(text, name);
+  }
+  return name;
 }

@@ -23,6 +23,12 @@ export interface LeaseWorkerOptions<Row> extends RunOptions {
   concurrency?: number;
   /** Most rows per claim statement. @defaultValue `concurrency` */
   batch?: number;
+  /**
+   * Claimed tasks kept ready beyond the running ones, so a freed slot starts its next task
+   * without waiting for a claim round trip: set it for throughput. Their leases run (and are
+   * renewed) while they wait, and a crash costs them an attempt. @defaultValue 0
+   */
+  prefetch?: number;
   /** Poll this often when no notification arrives. @defaultValue '2s' */
   pollInterval?: Duration;
   /** Extend in-flight leases this often. @defaultValue a third of the shortest lease */
@@ -45,6 +51,7 @@ export interface NormalizedLeaseWorkerOptions<Row> {
   readonly owner: string;
   readonly concurrency: number;
   readonly batch: number;
+  readonly prefetch: number;
   readonly pollIntervalMs: number;
   readonly heartbeatIntervalMs: number;
   readonly names: readonly string[] | undefined;
@@ -63,6 +70,7 @@ export function normalizeLeaseWorkerOptions<Row>(options: LeaseWorkerOptions<Row
   const owner = checkOwner(options.owner ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`);
   const concurrency = parseInteger(options.concurrency ?? 8, 'concurrency', 1, 10_000);
   const batch = parseInteger(options.batch ?? concurrency, 'batch', 1, 10_000);
+  const prefetch = parseInteger(options.prefetch ?? 0, 'prefetch', 0, 10_000);
   const pollIntervalMs = parseDuration(options.pollInterval ?? '2s', 'pollInterval');
   const settings = runSettings(options);
   const leases = [settings.leaseMs, ...(options.leaseMsByName?.values() ?? [])];
@@ -82,6 +90,7 @@ export function normalizeLeaseWorkerOptions<Row>(options: LeaseWorkerOptions<Row
     owner,
     concurrency,
     batch,
+    prefetch,
     pollIntervalMs,
     heartbeatIntervalMs,
     names,

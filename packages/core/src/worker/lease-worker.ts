@@ -23,20 +23,22 @@ interface InFlight<Row> {
   readonly settings: RunSettings;
   readonly controller: AbortController;
   readonly hooks: CommitHook[];
-  readonly startedAt: number;
+  startedAt: number;
 }
 
 /** Options of {@link LeaseWorker.stop}. */
 export interface StopOptions {
-  /** Let in-flight handlers finish for this long, then abort them and release their tasks. @defaultValue '30s' */
+  /** Let running handlers finish for this long, then abort them and release their tasks. @defaultValue '30s' */
   timeout?: Duration;
 }
 
 /**
- * Runs handlers for the rows of one leased table: claims only as many rows as it has free
- * slots, runs each handler outside any transaction, keeps their leases alive with a batched
- * heartbeat, classifies what they throw and writes the result with the fence. Wakes on
- * LISTEN/NOTIFY, polls as a fallback, and rides out database outages by backing off.
+ * Runs handlers for the rows of one leased table: claims only what its free slots (plus its
+ * small prefetch buffer) can take, runs each handler outside any transaction, keeps leases alive
+ * with one batched heartbeat statement per tick, classifies what handlers throw and writes the
+ * results with the fence, batched. A slot frees as soon as its handler returns; the fenced
+ * write follows in the background. Wakes on LISTEN/NOTIFY, polls as a fallback, and rides out
+ * database outages by backing off.
  *
  * @example
  * const worker = createLeaseWorker({ pool, table: outboxTable(), handle: async (row) => send(row) });
@@ -46,12 +48,17 @@ export interface StopOptions {
 export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
   readonly owner: string;
   readonly #o: NormalizedLeaseWorkerOptions<Row>;
+  /** Claimed and not yet finalized: buffered, running or being written. */
   readonly #inFlight = new Map<string, InFlight<Row>>();
-  readonly #running = new Set<Promise<void>>();
+  /** Claimed, waiting for a free slot. */
+  readonly #buffer: InFlight<Row>[] = [];
+  /** Each claimed task's whole life (handler, then fenced write). */
+  readonly #lives = new Set<Promise<void>>();
   readonly #wakeup = new Wakeup();
   readonly #finalizer: Finalizer;
   readonly #heartbeat: Heartbeat;
   readonly #listener: Listener | undefined;
+  #handlers = 0;
   #state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
   #loop: Promise<void> | undefined;
   #stopping: Promise<void> | undefined;
@@ -77,9 +84,14 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
       : undefined;
   }
 
-  /** Tasks whose handlers are running now. */
+  /** Tasks this worker holds a lease on now (buffered, running, or being finalized). */
   get inFlightCount(): number {
     return this.#inFlight.size;
+  }
+
+  /** Handlers running now (at most `concurrency`). */
+  get runningCount(): number {
+    return this.#handlers;
   }
 
   /** Starts claiming. Resolves once the LISTEN connection is up (or is being retried). */
@@ -94,9 +106,9 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
   }
 
   /**
-   * Stops claiming, lets in-flight handlers finish for up to `timeout`, then aborts the rest
-   * (their signal fires with `ShutdownError`) and returns their tasks to pending with the
-   * attempt refunded. Idempotent; safe before `start()`.
+   * Stops claiming, gives back buffered tasks, lets running handlers finish for up to
+   * `timeout`, then aborts the rest (their signal fires with `ShutdownError`) and returns their
+   * tasks to pending with the attempt refunded. Idempotent; safe before `start()`.
    */
   stop(options: StopOptions = {}): Promise<void> {
     const timeoutMs = parseDuration(options.timeout ?? '30s', 'timeout', { allowZero: true });
@@ -109,13 +121,17 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
     this.#state = 'stopping';
     this.#wakeup.wake();
     await this.#loop;
-    if (this.#running.size > 0) {
+    for (const f of this.#buffer.splice(0)) {
+      f.controller.abort(new ShutdownError()); // never started: straight back to pending
+      this.#live(f);
+    }
+    if (this.#lives.size > 0) {
       let timer: NodeJS.Timeout | undefined;
       const deadline = new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)));
-      await Promise.race([Promise.all(this.#running), deadline]);
+      await Promise.race([Promise.all(this.#lives), deadline]);
       clearTimeout(timer);
       for (const f of this.#inFlight.values()) f.controller.abort(new ShutdownError());
-      await Promise.all(this.#running);
+      await Promise.all(this.#lives);
     }
     await this.#heartbeat.stop();
     await this.#finalizer.idle();
@@ -128,12 +144,12 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
   async #claimLoop(): Promise<void> {
     let failures = 0;
     while (this.#state === 'running') {
-      const free = this.#o.concurrency - this.#inFlight.size;
-      if (free <= 0) {
+      const room = this.#o.concurrency + this.#o.prefetch - this.#handlers - this.#buffer.length;
+      if (room <= 0) {
         await this.#wakeup.wait(this.#o.pollIntervalMs);
         continue;
       }
-      const want = Math.min(free, this.#o.batch);
+      const want = Math.min(room, this.#o.batch);
       let claimed: Claimed<Row>[];
       try {
         const result = await leaseClaim(this.#o.pool, this.#o.table, {
@@ -153,11 +169,7 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
         await this.#wakeup.wait(Math.min(this.#o.pollIntervalMs, 50 * 2 ** failures) * (0.5 + Math.random() / 2));
         continue;
       }
-      if (this.#state !== 'running') {
-        for (const task of claimed) this.#release(task);
-        break;
-      }
-      for (const task of claimed) this.#track(this.#run(task));
+      for (const task of claimed) this.#accept(task);
       if (claimed.length === want) continue; // there may be more waiting
       if (claimed.length === 0 && this.#inFlight.size === 0 && !this.#idle) {
         this.#idle = true;
@@ -167,41 +179,56 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
     }
   }
 
-  #track(run: Promise<void>): void {
-    this.#running.add(run);
-    void run.finally(() => {
-      this.#running.delete(run);
-      this.#wakeup.wake(); // a slot is free
-    });
+  /** Takes charge of a claimed task: runs it now if a slot is free, else buffers it. */
+  #accept(task: Claimed<Row>): void {
+    this.#idle = false;
+    const f: InFlight<Row> = { task, settings: this.#o.settingsFor(task), controller: new AbortController(), hooks: [], startedAt: 0 };
+    this.#inFlight.set(task.id, f);
+    safeEmit(this, 'task:claimed', { task });
+    if (this.#state !== 'running') {
+      f.controller.abort(new ShutdownError());
+      this.#live(f);
+    } else if (this.#handlers < this.#o.concurrency) {
+      this.#live(f);
+    } else {
+      this.#buffer.push(f);
+    }
   }
 
-  async #run(task: Claimed<Row>): Promise<void> {
-    this.#idle = false;
-    const settings = this.#o.settingsFor(task);
-    const controller = new AbortController();
-    const f: InFlight<Row> = { task, settings, controller, hooks: [], startedAt: performance.now() };
-    this.#inFlight.set(task.id, f);
-    const timer =
-      settings.handlerTimeoutMs === null
-        ? undefined
-        : setTimeout(() => controller.abort(new HandlerTimeoutError(settings.handlerTimeoutMs!)), settings.handlerTimeoutMs);
+  #live(f: InFlight<Row>): void {
+    const life = this.#life(f).catch((error: unknown) => this.#error(toError(error)));
+    this.#lives.add(life);
+    void life.finally(() => this.#lives.delete(life));
+  }
+
+  /** One task: its handler in a slot, then (slot already free) its fenced write. */
+  async #life(f: InFlight<Row>): Promise<void> {
     try {
-      safeEmit(this, 'task:claimed', { task });
-      let thrown: unknown;
-      let threw = false;
-      try {
-        await runUntilAborted(() => this.#o.handle(task, this.#context(f)), controller.signal);
-      } catch (error) {
-        thrown = error;
-        threw = true;
-      }
-      clearTimeout(timer);
+      const { thrown, threw } = await this.#runHandler(f);
       await this.#finish(f, thrown, threw);
+    } finally {
+      this.#inFlight.delete(f.task.id);
+    }
+  }
+
+  async #runHandler(f: InFlight<Row>): Promise<{ thrown: unknown; threw: boolean }> {
+    if (f.controller.signal.aborted) return { thrown: f.controller.signal.reason, threw: true };
+    this.#handlers++;
+    f.startedAt = performance.now();
+    const timeoutMs = f.settings.handlerTimeoutMs;
+    const timer = timeoutMs === null ? undefined : setTimeout(() => f.controller.abort(new HandlerTimeoutError(timeoutMs)), timeoutMs);
+    try {
+      await runUntilAborted(() => this.#o.handle(f.task, this.#context(f)), f.controller.signal);
+      return { thrown: undefined, threw: false };
     } catch (error) {
-      this.#error(toError(error));
+      return { thrown: error, threw: true };
     } finally {
       clearTimeout(timer);
-      this.#inFlight.delete(task.id);
+      this.#handlers--;
+      // the slot is free now: hand it to a buffered task, and let the loop refill the buffer
+      const next = this.#state === 'running' ? this.#buffer.shift() : undefined;
+      if (next) this.#live(next);
+      this.#wakeup.wake();
     }
   }
 
@@ -281,11 +308,6 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
     const error = new LeaseLostError(id, f.task.leaseVersion);
     f.controller.abort(error);
     safeEmit(this, 'task:lease-lost', { task: f.task, error });
-  }
-
-  #release(task: Claimed<Row>): void {
-    const f: InFlight<Row> = { task, settings: this.#o.settings, controller: new AbortController(), hooks: [], startedAt: performance.now() };
-    this.#track(this.#giveBack(f).catch((e: unknown) => this.#error(toError(e))));
   }
 
   #error(error: Error): void {
