@@ -1,0 +1,28 @@
+// What the runner passes to a child process, and the pool every child builds from it.
+import pg from 'pg';
+
+export interface ChildOptions {
+  /** Bench database. */
+  readonly url: string;
+  readonly schema: string;
+  readonly n?: number;
+  readonly clients?: number;
+  readonly chunk?: number;
+  readonly rate?: number;
+  readonly concurrency?: number;
+  /** Worker: report every handler start (latency). */
+  readonly reportStarts?: boolean;
+  /** Worker: handlers wait until stopped instead of returning at once (heartbeat). */
+  readonly hold?: boolean;
+  /** Worker: task lease in ms. */
+  readonly leaseMs?: number;
+  /** Worker: count the statements it issues by kind (heartbeat). */
+  readonly countStatements?: boolean;
+}
+
+/** A pool on the bench database; every child opens its connections before the clock starts. */
+export function createPool(options: ChildOptions, max: number): pg.Pool {
+  const pool = new pg.Pool({ connectionString: options.url, max });
+  pool.on('error', (e) => console.error(`[bench child pool] ${e.message}`));
+  return pool;
+}

@@ -1,0 +1,89 @@
+// The `worker` role of a bench child: one leasehold worker (createWorker) running the bench task,
+// reporting its handled count, and on request each handler start or the statements it issued.
+import { createWorker } from '@leasehold/core';
+import type pg from 'pg';
+import { noopWith } from './bench-task.js';
+import { createPool, type ChildOptions } from './child-options.js';
+
+type Send = (message: Record<string, unknown>) => Promise<void>;
+
+/** Which kind of statement a worker sent, told apart by its text. */
+function statementKind(text: string): string {
+  if (text.includes('SET lease_until = now() + f.lease_ms')) return 'heartbeat';
+  if (text.includes('WITH doomed AS')) return 'claim';
+  if (text.includes('f.too_old')) return 'finalize';
+  return 'other';
+}
+
+/** Counts every statement sent through `pool.query` (the worker's claim, finalize, heartbeat). */
+function countStatements(pool: pg.Pool) {
+  const counts: Record<string, number> = {};
+  const heartbeats: { t: number; rows: number }[] = [];
+  const query = pool.query.bind(pool) as (text: string, values?: unknown[]) => Promise<pg.QueryResult>;
+  (pool as unknown as { query: typeof query }).query = async (text: string, values?: unknown[]) => {
+    const kind = statementKind(text);
+    counts[kind] = (counts[kind] ?? 0) + 1;
+    const result = await query(text, values);
+    if (kind === 'heartbeat') heartbeats.push({ t: performance.now(), rows: result.rowCount ?? 0 });
+    return result;
+  };
+  return {
+    snapshot: () => ({ counts: { ...counts }, heartbeats: [...heartbeats] }),
+    reset: () => {
+      for (const k of Object.keys(counts)) delete counts[k];
+      heartbeats.length = 0;
+    },
+  };
+}
+
+export async function startWorker(options: ChildOptions, send: Send): Promise<void> {
+  const concurrency = options.concurrency ?? 8;
+  const pool = createPool(options, 10);
+  await Promise.all(Array.from({ length: 4 }, () => pool.query('SELECT 1')));
+  const counter = options.countStatements ? countStatements(pool) : undefined;
+  let handled = 0;
+  let lost = 0;
+  const task = noopWith({
+    lease: options.leaseMs ?? '60s',
+    handler: async ({ i }, ctx) => {
+      if (options.reportStarts) process.send!({ type: 'start', i, t: process.hrtime.bigint() });
+      handled++;
+      // heartbeat workload: stay in flight until the worker stops
+      if (options.hold) await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve, { once: true }));
+    },
+  });
+  const worker = createWorker({ pool, tasks: [task], schema: options.schema, concurrency });
+  worker.on('worker:error', ({ error }) => console.error(`[bench worker] ${error.message}`));
+  worker.on('task:lease-lost', () => void lost++);
+
+  let reported = -1;
+  const timer = setInterval(() => {
+    if (handled === reported) return;
+    reported = handled;
+    process.send!({ type: 'count', n: handled });
+  }, 5);
+
+  process.on('message', (m: { type: string }) => {
+    void (async () => {
+      if (m.type === 'go') {
+        await worker.start();
+        await send({ type: 'started' });
+      } else if (m.type === 'stats') {
+        await send({ type: 'stats', inFlight: worker.inFlightCount, lost, ...counter?.snapshot() });
+      } else if (m.type === 'reset-stats') {
+        counter?.reset();
+        await send({ type: 'stats-reset' });
+      } else if (m.type === 'stop') {
+        clearInterval(timer);
+        await worker.stop({ timeout: '10s' });
+        await pool.end();
+        await send({ type: 'stopped', handled, lost });
+        process.exit(0);
+      }
+    })().catch(async (error: unknown) => {
+      await send({ type: 'error', message: error instanceof Error ? error.message : String(error) });
+      process.exit(1);
+    });
+  });
+  await send({ type: 'ready' });
+}

@@ -1,0 +1,110 @@
+// Parent side of a bench child process: every measured worker or producer runs in a fresh Node.js
+// process (as in production, and as in the peer harness), talking to the runner over IPC.
+import { fork, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+/** A message from a child: `type` plus any fields. */
+export type ChildMessage = { readonly type: string } & Record<string, unknown>;
+
+const CHILD_MAIN = fileURLToPath(new URL('./child-main.ts', import.meta.url));
+// children import @leasehold/* from source, like the tests, so no build is needed
+const EXEC_ARGV = ['--conditions=@leasehold/source', '--import', import.meta.resolve('tsx')];
+const live = new Set<ChildProcess>();
+
+/** Kills every child still running (the runner calls it on exit and on SIGINT). */
+export function killAllChildren(): void {
+  for (const p of live) p.kill('SIGKILL');
+}
+
+export class Child {
+  readonly role: string;
+  readonly #proc: ChildProcess;
+  readonly #buffer: ChildMessage[] = [];
+  readonly #waiters: { type: string; resolve: (m: ChildMessage) => void; reject: (e: Error) => void }[] = [];
+  readonly #listeners = new Map<string, (m: ChildMessage) => void>();
+  readonly exited: Promise<number | string>;
+  #exit: number | string | undefined;
+  #error: Error | undefined;
+
+  constructor(role: string, options: Record<string, unknown> = {}) {
+    this.role = role;
+    this.#proc = fork(CHILD_MAIN, [role, JSON.stringify(options)], {
+      execArgv: EXEC_ARGV,
+      serialization: 'advanced',
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
+    live.add(this.#proc);
+    this.exited = new Promise((resolve) => {
+      this.#proc.on('exit', (code, signal) => {
+        live.delete(this.#proc);
+        this.#exit = code ?? signal ?? 'unknown';
+        const err = new Error(`${role} child exited (${this.#exit})`);
+        for (const w of this.#waiters.splice(0)) w.reject(this.#error ?? err);
+        resolve(this.#exit);
+      });
+    });
+    this.#proc.on('message', (raw) => this.#onMessage(raw as ChildMessage));
+  }
+
+  #onMessage(m: ChildMessage): void {
+    if (m.type === 'error') {
+      this.#error = new Error(`${this.role} child failed: ${String(m.message)}`);
+      for (const w of this.#waiters.splice(0)) w.reject(this.#error);
+      return;
+    }
+    const listener = this.#listeners.get(m.type);
+    if (listener) return listener(m);
+    const i = this.#waiters.findIndex((w) => w.type === m.type);
+    if (i >= 0) this.#waiters.splice(i, 1)[0]!.resolve(m);
+    else this.#buffer.push(m);
+  }
+
+  /** Routes every message of `type` to `fn` instead of the queue {@link next} reads. */
+  on(type: string, fn: (m: ChildMessage) => void): this {
+    this.#listeners.set(type, fn);
+    return this;
+  }
+
+  send(message: ChildMessage): void {
+    this.#proc.send(message);
+  }
+
+  /** The next message of `type`; rejects when the child fails, exits or takes too long. */
+  next(type: string, timeoutMs = 120_000): Promise<ChildMessage> {
+    if (this.#error) return Promise.reject(this.#error);
+    const i = this.#buffer.findIndex((m) => m.type === type);
+    if (i >= 0) return Promise.resolve(this.#buffer.splice(i, 1)[0]!);
+    if (this.#exit !== undefined) return Promise.reject(new Error(`${this.role} child already exited (${this.#exit})`));
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`timeout waiting for "${type}" from ${this.role}`)), timeoutMs);
+      this.#waiters.push({
+        type,
+        resolve: (m) => (clearTimeout(timer), resolve(m)),
+        reject: (e) => (clearTimeout(timer), reject(e)),
+      });
+    });
+  }
+
+  /** Asks the child to stop gracefully; kills it after `timeoutMs`. */
+  async stop(timeoutMs = 20_000): Promise<void> {
+    if (this.#exit !== undefined) return;
+    try {
+      this.#proc.send({ type: 'stop' });
+    } catch {
+      // the IPC channel is already closed: the child is on its way out
+    }
+    const timer = setTimeout(() => this.#proc.kill('SIGKILL'), timeoutMs);
+    await this.exited;
+    clearTimeout(timer);
+  }
+}
+
+/** Runs a child that sends one `result` message and exits; returns that message. */
+export async function runChild(role: string, options: Record<string, unknown>, timeoutMs?: number): Promise<ChildMessage> {
+  const child = new Child(role, options);
+  try {
+    return await child.next('result', timeoutMs);
+  } finally {
+    await child.stop();
+  }
+}

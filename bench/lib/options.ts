@@ -1,0 +1,73 @@
+// Command line of `npm run bench`: which workloads, how many rounds, how big.
+import { parseArgs } from 'node:util';
+
+/** Sizes of every workload; `--quick` divides them so the whole run stays under a minute. */
+export interface BenchConfig {
+  readonly quick: boolean;
+  readonly rounds: number;
+  /** Workload names to run; empty = all. */
+  readonly only: readonly string[];
+  readonly json: string | undefined;
+  readonly explain: boolean;
+  /** Server to connect to; the bench creates and drops its own database there. */
+  readonly serverUrl: string;
+  readonly database: string;
+  readonly keepDatabase: boolean;
+  readonly enqueueSingle: { readonly n: number; readonly clients: number };
+  readonly enqueueBulk: { readonly n: number; readonly chunk: number };
+  readonly process: { readonly n: number; readonly concurrency: number };
+  readonly latency: { readonly n: number; readonly rate: number; readonly settleMs: number };
+  readonly outbox: { readonly n: number; readonly aggregates: number; readonly concurrency: number };
+  readonly heartbeat: { readonly tasks: number; readonly leaseMs: number; readonly measureMs: number };
+  readonly claimCost: {
+    readonly finished: number;
+    readonly pending: number;
+    readonly drain: number;
+    readonly loops: number;
+    readonly batch: number;
+  };
+}
+
+export const USAGE = `usage: npm run bench -- [--quick] [--rounds N] [--only w1,w2] [--json FILE] [--explain]
+                        [--database NAME] [--keep-database]
+env: DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test): the server; the bench
+     creates (and afterwards drops) its own database there, leasehold_bench by default.`;
+
+export function parseBenchArgs(argv: readonly string[], env: NodeJS.ProcessEnv): BenchConfig | 'help' {
+  const { values } = parseArgs({
+    args: [...argv],
+    options: {
+      quick: { type: 'boolean', default: false },
+      rounds: { type: 'string' },
+      only: { type: 'string' },
+      json: { type: 'string' },
+      explain: { type: 'boolean', default: false },
+      database: { type: 'string', default: 'leasehold_bench' },
+      'keep-database': { type: 'boolean', default: false },
+      help: { type: 'boolean', default: false },
+    },
+  });
+  if (values.help) return 'help';
+  const quick = values.quick;
+  const rounds = Number(values.rounds ?? (quick ? 1 : 5));
+  if (!Number.isInteger(rounds) || rounds < 1) throw new Error(`--rounds must be a positive integer, got ${values.rounds}`);
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(values.database)) throw new Error(`--database must be a plain lower-case name`);
+  const div = quick ? 10 : 1;
+  return {
+    quick,
+    rounds,
+    only: values.only ? values.only.split(',').map((s) => s.trim()).filter(Boolean) : [],
+    json: values.json,
+    explain: values.explain,
+    serverUrl: env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test',
+    database: values.database,
+    keepDatabase: values['keep-database'],
+    enqueueSingle: { n: 5000 / div, clients: 8 },
+    enqueueBulk: { n: 50_000 / div, chunk: 1000 },
+    process: { n: 20_000 / div, concurrency: 8 },
+    latency: { n: 500 / div, rate: 50, settleMs: quick ? 300 : 1000 },
+    outbox: { n: 20_000 / div, aggregates: 1000 / div, concurrency: 8 },
+    heartbeat: { tasks: 1000 / div, leaseMs: 3000, measureMs: quick ? 2500 : 6000 },
+    claimCost: { finished: 1_000_000 / div, pending: 100_000 / div, drain: 20_000 / div, loops: 4, batch: 50 },
+  };
+}

@@ -1,0 +1,17 @@
+// Every workload, in the order the bench runs them within a round.
+import type { Workload } from '../lib/workload.js';
+import { claimCost } from './claim-cost.js';
+import { enqueueBulk, enqueueSingle } from './enqueue.js';
+import { heartbeat } from './heartbeat.js';
+import { latency } from './latency.js';
+import { process1x8, process2x4 } from './process.js';
+
+export const WORKLOADS: readonly Workload[] = [
+  enqueueSingle,
+  enqueueBulk,
+  process1x8,
+  process2x4,
+  latency,
+  heartbeat,
+  claimCost,
+];
