@@ -122,8 +122,11 @@ describe('the dispatcher', () => {
     const publisher = recorder();
     const attempt = (o: Partial<Parameters<typeof createDispatcher>[0]>) => () => createDispatcher({ pool: t.pool, publisher, ...o });
     expect(attempt({ batch: 10, publishTimeout: '10s', lease: '60s' })).toThrow(/10 × 10000 ms = 100000 ms.*60000 ms/);
-    expect(attempt({ concurrency: 16 })).toThrow(expect.objectContaining({ code: 'CONFIG', option: 'lease' }));
+    expect(attempt({ batch: 16, concurrency: 16 })).toThrow(expect.objectContaining({ code: 'CONFIG', option: 'lease' }));
+    expect(attempt({ publishTimeout: '60s' })).toThrow(expect.objectContaining({ code: 'CONFIG', option: 'lease' }));
     expect(attempt({ batch: 10, publishTimeout: '5s', lease: '60s' })).not.toThrow();
+    // without an explicit batch, the default is lowered to fit: 5 × 10 s < 60 s
+    expect(attempt({ concurrency: 16, publishTimeout: '10s' })).not.toThrow();
     expect(attempt({ publisher: {} as Publisher })).toThrow(expect.objectContaining({ option: 'publisher' }));
     expect(attempt({ publishTimeout: '0s' })).toThrow(expect.objectContaining({ option: 'publishTimeout' }));
   });

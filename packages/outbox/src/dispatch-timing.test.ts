@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { isLeaseholdError } from '@leasehold/core';
-import { checkDispatchTiming } from './dispatch-timing.js';
+import { checkDispatchTiming, fittingBatch } from './dispatch-timing.js';
 
 describe('checkDispatchTiming', () => {
   it('accepts a batch whose worst case fits in the lease', () => {
@@ -23,5 +23,27 @@ describe('checkDispatchTiming', () => {
       expect(isLeaseholdError(error, 'CONFIG')).toBe(true);
       expect((error as Error).message).toContain(`${timing.batch} × ${timing.publishTimeoutMs} ms`);
     }
+  });
+});
+
+describe('fittingBatch', () => {
+  it('is concurrency when that fits, else the largest batch that does', () => {
+    expect(fittingBatch(8, 5_000, 60_000)).toBe(8);
+    expect(fittingBatch(8, 10_000, 60_000)).toBe(5); // 6 × 10 s would equal the lease
+    expect(fittingBatch(8, 7_000, 60_000)).toBe(8);
+    expect(fittingBatch(8, 9_000, 60_000)).toBe(6);
+  });
+
+  it('always passes checkDispatchTiming while one publish fits in the lease', () => {
+    for (const concurrency of [1, 3, 8, 50]) {
+      for (const timeout of [1, 999, 1_000, 7_001, 29_999, 30_000, 59_999]) {
+        const batch = fittingBatch(concurrency, timeout, 60_000);
+        expect(batch).toBeGreaterThanOrEqual(1);
+        expect(batch).toBeLessThanOrEqual(concurrency);
+        expect(() => checkDispatchTiming({ batch, publishTimeoutMs: timeout, leaseMs: 60_000 })).not.toThrow();
+      }
+    }
+    expect(fittingBatch(8, 60_000, 60_000)).toBe(1);
+    expect(() => checkDispatchTiming({ batch: 1, publishTimeoutMs: 60_000, leaseMs: 60_000 })).toThrow();
   });
 });

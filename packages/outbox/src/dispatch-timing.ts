@@ -25,3 +25,13 @@ export function checkDispatchTiming({ batch, publishTimeoutMs, leaseMs }: Dispat
     );
   }
 }
+
+/**
+ * The default batch: `concurrency`, lowered until `batch × publishTimeout` fits in the lease
+ * (at least 1; {@link checkDispatchTiming} then reports a timeout that alone exceeds the lease).
+ * @internal
+ */
+export function fittingBatch(concurrency: number, publishTimeoutMs: number, leaseMs: number): number {
+  // ceil(x) - 1 is the largest whole number strictly below x
+  return Math.max(1, Math.min(concurrency, Math.ceil(leaseMs / publishTimeoutMs) - 1));
+}

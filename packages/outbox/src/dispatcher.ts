@@ -6,7 +6,7 @@ import {
   type LeaseWorker,
   type PgPoolLike,
 } from '@leasehold/core';
-import { checkDispatchTiming } from './dispatch-timing.js';
+import { checkDispatchTiming, fittingBatch } from './dispatch-timing.js';
 import { toOutboxMessage } from './outbox-message.js';
 import { outboxTable, type OutboxRow } from './outbox-table.js';
 import type { Publisher } from './publisher.js';
@@ -23,7 +23,10 @@ export interface DispatcherOptions {
   owner?: string;
   /** Most publishes in flight at once. @defaultValue 8 */
   concurrency?: number;
-  /** Most messages per claim statement. @defaultValue `concurrency` */
+  /**
+   * Most messages per claim statement; `batch × publishTimeout` must be shorter than `lease`.
+   * @defaultValue `concurrency`, lowered as far as needed to fit in the lease
+   */
   batch?: number;
   /** Lease per claimed message; `batch × publishTimeout` must be shorter. @defaultValue '60s' */
   lease?: Duration;
@@ -72,14 +75,13 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     throw new ConfigError('publisher', 'Expected `publisher` to have a `publish(message, { signal })` method');
   }
   const concurrency = checkCount(options.concurrency ?? 8, 'concurrency');
-  const batch = checkCount(options.batch ?? concurrency, 'batch');
   const lease = options.lease ?? '60s';
   const publishTimeout = options.publishTimeout ?? '5s';
-  checkDispatchTiming({
-    batch,
-    publishTimeoutMs: parseDuration(publishTimeout, 'publishTimeout'),
-    leaseMs: parseDuration(lease, 'lease'),
-  });
+  const leaseMs = parseDuration(lease, 'lease');
+  const publishTimeoutMs = parseDuration(publishTimeout, 'publishTimeout');
+  const batch =
+    options.batch === undefined ? fittingBatch(concurrency, publishTimeoutMs, leaseMs) : checkCount(options.batch, 'batch');
+  checkDispatchTiming({ batch, publishTimeoutMs, leaseMs });
   return createLeaseWorker<OutboxRow>({
     pool: options.pool,
     table: outboxTable(options.schema),
