@@ -1,0 +1,182 @@
+import { parseArgs } from 'node:util';
+import { parseDuration, validateIdentifier } from '@leasehold/core';
+import { UsageError } from './errors.js';
+
+/** The commands, as typed (`dead list` is one command of two words). */
+export const COMMANDS = ['migrate', 'stats', 'dead list', 'dead retry', 'dead skip', 'purge', 'watch', 'help', 'version'] as const;
+
+/** One of {@link COMMANDS}. */
+export type Command = (typeof COMMANDS)[number];
+
+/** The leased tables the CLI knows. */
+export const TABLE_NAMES = ['task', 'outbox'] as const;
+
+/** One of {@link TABLE_NAMES}. */
+export type TableName = (typeof TABLE_NAMES)[number];
+
+/** A parsed, checked command line. */
+export interface Invocation {
+  readonly command: Command;
+  /** `--database-url`, when given. */
+  readonly databaseUrl: string | undefined;
+  /** `--schema`, validated. @defaultValue 'leasehold' */
+  readonly schema: string;
+  readonly json: boolean;
+  readonly embedded: boolean;
+  /** `--table`: restricts `dead …` and `purge` to one table. */
+  readonly table: TableName | undefined;
+  /** Positional ids of `dead retry` / `dead skip`, as typed (`12`, `task:12`, `12,13`). */
+  readonly ids: readonly string[];
+  readonly all: boolean;
+  readonly reason: string | undefined;
+  readonly limit: number;
+  readonly olderThanMs: number | undefined;
+  readonly olderThanText: string | undefined;
+  readonly intervalMs: number;
+  readonly withInbox: boolean;
+}
+
+const OPTIONS = {
+  'database-url': { type: 'string' },
+  schema: { type: 'string' },
+  json: { type: 'boolean' },
+  embedded: { type: 'boolean' },
+  table: { type: 'string' },
+  limit: { type: 'string' },
+  all: { type: 'boolean' },
+  reason: { type: 'string' },
+  'older-than': { type: 'string' },
+  interval: { type: 'string' },
+  'with-inbox': { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+  version: { type: 'boolean' },
+} as const;
+
+type OptionName = keyof typeof OPTIONS;
+
+const GLOBAL: readonly OptionName[] = ['database-url', 'schema', 'json', 'embedded', 'help', 'version'];
+
+// options each command accepts besides the global ones
+const ALLOWED: Readonly<Record<Command, readonly OptionName[]>> = {
+  migrate: ['with-inbox'],
+  stats: [],
+  'dead list': ['table', 'limit'],
+  'dead retry': ['table', 'all', 'reason'],
+  'dead skip': ['table', 'reason'],
+  purge: ['table', 'older-than'],
+  watch: ['interval'],
+  help: [],
+  version: [],
+};
+
+/**
+ * Parses `argv` (without `node` and the script). Throws {@link UsageError} saying what is wrong.
+ *
+ * @example
+ * parseCommandLine(['dead', 'retry', 'task:12', '--reason', 'fixed the mail server']);
+ */
+export function parseCommandLine(argv: readonly string[]): Invocation {
+  let parsed: ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true; strict: true }>>;
+  try {
+    parsed = parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true, strict: true });
+  } catch (error) {
+    throw new UsageError((error as Error).message.replace(/\. To specify a positional.*$/s, '.'));
+  }
+  const { values, positionals } = parsed;
+  const [command, rest] = commandOf(positionals, values.help === true, values.version === true);
+  for (const name of Object.keys(values) as OptionName[]) {
+    if (!GLOBAL.includes(name) && !ALLOWED[command].includes(name)) {
+      throw new UsageError(`option --${name} does not apply to "leasehold ${command}"`);
+    }
+  }
+  checkPositionals(command, rest, values.all === true);
+  if (values.embedded && values['database-url'] !== undefined) {
+    throw new UsageError('give either --embedded or --database-url, not both');
+  }
+  if (command === 'purge' && values['older-than'] === undefined) {
+    throw new UsageError('purge needs --older-than, e.g. "leasehold purge --older-than 7d"');
+  }
+  return Object.freeze({
+    command,
+    databaseUrl: values['database-url'],
+    schema: checked(() => validateIdentifier(values.schema ?? 'leasehold', 'schema'), '--schema'),
+    json: values.json === true,
+    embedded: values.embedded === true,
+    table: tableOf(values.table),
+    ids: Object.freeze([...rest]),
+    all: values.all === true,
+    reason: reasonOf(values.reason),
+    limit: limitOf(values.limit),
+    olderThanMs: values['older-than'] === undefined ? undefined : durationOf(values['older-than'], '--older-than', true),
+    olderThanText: values['older-than'],
+    intervalMs: values.interval === undefined ? 2_000 : durationOf(values.interval, '--interval', false),
+    withInbox: values['with-inbox'] === true,
+  });
+}
+
+function commandOf(positionals: readonly string[], help: boolean, version: boolean): [Command, string[]] {
+  if (help) return ['help', []];
+  if (version) return ['version', []];
+  const [first, second, ...rest] = positionals;
+  if (first === undefined) throw new UsageError('no command given');
+  if (first === 'dead') {
+    const command = `dead ${second ?? ''}`;
+    if (second === undefined || !(COMMANDS as readonly string[]).includes(command)) {
+      throw new UsageError(`"leasehold dead" needs one of: list, retry, skip${second === undefined ? '' : ` (got "${second}")`}`);
+    }
+    return [command as Command, rest];
+  }
+  if (!(COMMANDS as readonly string[]).includes(first) || first.includes(' ')) {
+    throw new UsageError(`unknown command "${first}"`);
+  }
+  return [first as Command, second === undefined ? [] : [second, ...rest]];
+}
+
+function checkPositionals(command: Command, rest: readonly string[], all: boolean): void {
+  if (command === 'dead retry' && all) {
+    if (rest.length > 0) throw new UsageError('give either ids or --all, not both');
+    return;
+  }
+  if (command === 'dead retry' || command === 'dead skip') {
+    if (rest.length === 0) {
+      throw new UsageError(`${command} needs ids (e.g. "task:12 outbox:7"${command === 'dead retry' ? ') or --all' : ')'}`);
+    }
+    return;
+  }
+  if (rest.length > 0) throw new UsageError(`unexpected argument "${rest[0]}" for "leasehold ${command}"`);
+}
+
+function tableOf(value: string | undefined): TableName | undefined {
+  if (value === undefined) return undefined;
+  if (!(TABLE_NAMES as readonly string[]).includes(value)) {
+    throw new UsageError(`--table must be one of ${TABLE_NAMES.join(', ')}, got "${value}"`);
+  }
+  return value as TableName;
+}
+
+function limitOf(value: string | undefined): number {
+  if (value === undefined) return 100;
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || n < 1 || n > 10_000) throw new UsageError(`--limit must be a whole number from 1 to 10000, got "${value}"`);
+  return n;
+}
+
+function reasonOf(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  if (value.trim() === '' || value.length > 2_000) throw new UsageError('--reason must be a non-empty text of at most 2000 characters');
+  return value;
+}
+
+function durationOf(value: string, option: string, allowZero: boolean): number {
+  // a bare number is ms for the library; on a command line "7" more likely means a mistake
+  if (/^\d+$/.test(value) && value !== '0') throw new UsageError(`${option} needs a unit, e.g. 30s, 15m, 7d (got "${value}")`);
+  return checked(() => parseDuration(value === '0' ? 0 : value, option, { allowZero }), option);
+}
+
+function checked<T>(fn: () => T, option: string): T {
+  try {
+    return fn();
+  } catch (error) {
+    throw new UsageError(`${option}: ${(error as Error).message.replaceAll('`', '')}`);
+  }
+}

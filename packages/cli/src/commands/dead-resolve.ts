@@ -1,0 +1,116 @@
+import { userInfo } from 'node:os';
+import { withTransaction, type Executor, type TaskStatus } from '@leasehold/core';
+import type { TableName } from '../args.js';
+import { CommandError } from '../errors.js';
+import { EXIT_CODES } from '../exit-codes.js';
+import { formatRowRef, parseRowRefs, type RowRef } from '../format/ids.js';
+import { selectTables, type LeasedTables } from '../leased-tables.js';
+import { deadIds } from '../sql/dead-ids.js';
+import { taskResolveDeadMany } from '../sql/task-resolve-dead-many.js';
+import type { CommandContext, CommandHandler } from './context.js';
+
+type Action = 'retry' | 'skip';
+
+interface Rejected {
+  readonly ref: RowRef;
+  /** null: no such row; otherwise the row is not dead. */
+  readonly status: TaskStatus | null;
+}
+
+/** Thrown inside the transaction to roll it back: some ids could not be resolved. */
+class NothingChanged extends Error {
+  constructor(readonly rejected: readonly Rejected[]) {
+    super('some ids are not dead');
+  }
+}
+
+// the outbox's retryDead / skipDead take at most 10000 ids per call
+const CHUNK = 10_000;
+
+/**
+ * `leasehold dead retry <ids|--all>` and `leasehold dead skip <ids>`. All or nothing: when any
+ * id is unknown or not dead, the transaction rolls back, nothing changes, and the exit code is 1.
+ */
+export function deadResolveCommand(action: Action): CommandHandler {
+  return async (ctx) => {
+    const tables = await ctx.tables();
+    const selected = selectTables(tables, ctx.invocation.table).map(([name]) => name);
+    const typed = ctx.invocation.all ? undefined : parseRowRefs(ctx.invocation.ids, ctx.invocation.table, selected);
+    for (const ref of typed ?? []) {
+      if (!selected.includes(ref.table)) throw new CommandError(`schema "${tables.schema}" has no ${ref.table} table (${formatRowRef(ref)})`);
+    }
+    const reason = ctx.invocation.reason ?? `${userInfo().username} with the leasehold CLI`;
+    try {
+      const changed = await withTransaction(ctx.pool, async (trx) => {
+        const refs = typed ?? (await allDead(trx as Executor, tables, selected));
+        return resolve(trx as Executor, tables, action, refs, reason);
+      });
+      report(ctx, action, changed, []);
+      return EXIT_CODES.ok;
+    } catch (error) {
+      if (error instanceof NothingChanged) {
+        report(ctx, action, [], error.rejected);
+        return EXIT_CODES.failure;
+      }
+      throw explainConflict(error);
+    }
+  };
+}
+
+async function allDead(trx: Executor, tables: LeasedTables, selected: readonly TableName[]): Promise<RowRef[]> {
+  const refs: RowRef[] = [];
+  for (const [table, leased] of tables.list) {
+    if (selected.includes(table)) refs.push(...(await deadIds(trx, leased)).map((id) => ({ table, id })));
+  }
+  return refs;
+}
+
+async function resolve(trx: Executor, tables: LeasedTables, action: Action, refs: readonly RowRef[], reason: string): Promise<RowRef[]> {
+  const changed: RowRef[] = [];
+  const rejected: Rejected[] = [];
+  for (const table of ['task', 'outbox'] as const) {
+    const ids = refs.filter((r) => r.table === table).map((r) => r.id);
+    for (let i = 0; i < ids.length; i += CHUNK) {
+      const chunk = ids.slice(i, i + CHUNK);
+      if (table === 'task') {
+        for (const row of await taskResolveDeadMany(trx, tables.task!, action, chunk, reason)) {
+          if (row.changed) changed.push({ table, id: row.id });
+          else rejected.push({ ref: { table, id: row.id }, status: row.status });
+        }
+      } else {
+        const outbox = tables.outbox!;
+        const result = action === 'retry' ? await outbox.retryDead(trx, chunk, reason) : await outbox.skipDead(trx, chunk, reason);
+        changed.push(...result.changed.map((id) => ({ table, id })));
+        rejected.push(...result.rejected.map((r) => ({ ref: { table, id: r.id }, status: r.status })));
+      }
+    }
+  }
+  if (rejected.length > 0) throw new NothingChanged(rejected);
+  return changed;
+}
+
+function report(ctx: CommandContext, action: Action, changed: readonly RowRef[], rejected: readonly Rejected[]): void {
+  const verb = action === 'retry' ? 'retried' : 'skipped';
+  if (ctx.invocation.json) {
+    ctx.io.out(JSON.stringify({
+      action,
+      changed: changed.map(formatRowRef),
+      rejected: rejected.map((r) => ({ ref: formatRowRef(r.ref), status: r.status })),
+    }));
+  } else if (rejected.length === 0) {
+    ctx.io.out(changed.length === 0 ? `no dead rows to ${action}` : `${verb} ${changed.length} dead row(s): ${changed.map(formatRowRef).join(', ')}`);
+  }
+  if (rejected.length > 0) {
+    const why = rejected.map((r) => `${formatRowRef(r.ref)} ${r.status === null ? 'does not exist' : `is not dead (it is ${r.status})`}`);
+    ctx.io.err(`leasehold: nothing was ${verb}: ${why.join('; ')}`);
+  }
+}
+
+// retrying a dead task whose dedup key is live again would break the one-live-task-per-key rule
+function explainConflict(error: unknown): unknown {
+  const e = error as { code?: string; constraint?: string; detail?: string };
+  if (e.code === '23505' && e.constraint?.endsWith('_dedup')) {
+    return new CommandError(`nothing was retried: a live task with the same dedup key already exists (${e.detail ?? 'duplicate key'})`);
+  }
+  return error;
+}

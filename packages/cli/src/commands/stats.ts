@@ -1,0 +1,63 @@
+import type pg from 'pg';
+import type { TableName } from '../args.js';
+import { EXIT_CODES } from '../exit-codes.js';
+import { formatAge } from '../format/age.js';
+import { renderTable } from '../format/table.js';
+import type { LeasedTables } from '../leased-tables.js';
+import { queueStats, type QueueStats } from '../sql/queue-stats.js';
+import type { CommandHandler } from './context.js';
+
+/** `leasehold stats --json` output. */
+export interface StatsReport {
+  readonly schema: string;
+  readonly tables: ReadonlyArray<{
+    readonly table: TableName;
+    /** One entry per task name (task table) or event type (outbox). */
+    readonly queues: readonly QueueStats[];
+    /** All queues of the table together. */
+    readonly total: Omit<QueueStats, 'name'>;
+  }>;
+}
+
+/** Reads the stats of every table of the schema. */
+export async function readStats(pool: pg.Pool, tables: LeasedTables): Promise<StatsReport> {
+  const read = tables.list.map(async ([table, leased]) => {
+    const queues = await queueStats(pool, leased);
+    return { table, queues, total: totalOf(queues) };
+  });
+  return { schema: tables.schema, tables: await Promise.all(read) };
+}
+
+function totalOf(queues: readonly QueueStats[]): Omit<QueueStats, 'name'> {
+  const sum = (key: 'pending' | 'processing' | 'done' | 'dead' | 'expiredLeases') => queues.reduce((n, q) => n + q[key], 0);
+  const ages = queues.flatMap((q) => (q.oldestPendingAgeMs === null ? [] : [q.oldestPendingAgeMs]));
+  return {
+    pending: sum('pending'),
+    processing: sum('processing'),
+    done: sum('done'),
+    dead: sum('dead'),
+    oldestPendingAgeMs: ages.length === 0 ? null : Math.max(...ages),
+    expiredLeases: sum('expiredLeases'),
+  };
+}
+
+/** The stats as a text table: one line per queue, a total line per table with several. */
+export function renderStats(report: StatsReport): string {
+  const rows: (string | number)[][] = [];
+  for (const { table, queues, total } of report.tables) {
+    const line = (name: string, q: Omit<QueueStats, 'name'>) =>
+      [table, name, q.pending, q.processing, q.done, q.dead, formatAge(q.oldestPendingAgeMs), q.expiredLeases];
+    if (queues.length === 0) rows.push(line('(empty)', total));
+    for (const q of queues) rows.push(line(q.name, q));
+    if (queues.length > 1) rows.push(line('(all)', total));
+  }
+  const headers = ['TABLE', 'QUEUE', 'PENDING', 'PROCESSING', 'DONE', 'DEAD', 'OLDEST PENDING', 'EXPIRED LEASES'];
+  return renderTable(headers, rows, [2, 3, 4, 5, 6, 7]);
+}
+
+/** `leasehold stats`: counts by status, oldest pending age and expired leases, per queue. */
+export const statsCommand: CommandHandler = async (ctx) => {
+  const report = await readStats(ctx.pool, await ctx.tables());
+  ctx.io.out(ctx.invocation.json ? JSON.stringify(report) : renderStats(report));
+  return EXIT_CODES.ok;
+};

@@ -1,0 +1,35 @@
+/** `leasehold --help`. */
+export const USAGE = `leasehold — see and fix leasehold queues and outboxes
+
+Usage: leasehold <command> [options]
+
+Commands:
+  migrate [--with-inbox]          create or upgrade the task and outbox tables (and the inbox)
+  stats                           per queue: counts by status, oldest pending age, expired leases
+  watch [--interval 2s]           stats, refreshed until Ctrl-C
+  dead list [--table t] [--limit 100]
+                                  dead rows, oldest first, with their last error
+  dead retry <ids>|--all [--table t] [--reason text]
+                                  dead -> pending now, attempts reset (all or nothing)
+  dead skip <ids> [--table t] [--reason text]
+                                  dead -> done without running (unblocks an ordered group)
+  purge --older-than 7d [--table t]
+                                  delete done rows finished longer ago than that
+
+Ids are written task:12 or outbox:7 (as "dead list" prints them); a bare 12 means --table's,
+or the only table there is. Several ids: "task:12 task:13" or "task:12,13".
+
+Options:
+  --database-url <url>   PostgreSQL to use (default: $DATABASE_URL)
+  --embedded             use a throwaway PostgreSQL instead (migrated; removed on exit)
+  --schema <name>        schema of the leasehold tables (default: leasehold)
+  --json                 machine-readable output on stdout
+  -h, --help             this text
+  --version              the CLI's version
+
+Exit codes:
+  0    done
+  1    could not: database unreachable, schema not migrated, unknown or not-dead ids, SQL error
+  2    wrong command line, or no database given
+  130  interrupted (SIGINT/SIGTERM); watch exits 0 on Ctrl-C
+`;
