@@ -19,7 +19,18 @@ export async function inTransaction<T>(executor: Executor, fn: (trx: Executor) =
     const source = executor as Partial<{ transaction(): { execute<R>(cb: (trx: Executor) => Promise<R>): Promise<R> } }>;
     if (typeof source.transaction === 'function') return source.transaction().execute(fn);
   } else if (isPgClient(executor)) {
-    return executor.getTransactionStatus() === 'I' ? ownTransaction(executor, fn) : fn(executor);
+    const status = executor.getTransactionStatus();
+    if (status === 'I') return ownTransaction(executor, fn);
+    if (status === 'T' || status === 'E') return fn(executor); // 'E': the insert reports the aborted transaction
+    // null: pg-native, or a client that never ran a query; a lock outside a transaction would
+    // end with its own statement, so refuse rather than silently lose the ordering
+    throw new ConfigError('executor', 'Cannot tell whether this pg client is in a transaction (pg-native?): pass a Kysely transaction or a pg Pool');
+  } else if ('connectionParameters' in executor) {
+    // a pg Client too old to report its transaction status: it must not be mistaken for a pool
+    throw new ConfigError(
+      'executor',
+      'Ordered events through a pg Client need pg >= 8.21 (client.getTransactionStatus()); or pass a Kysely transaction or a pg Pool',
+    );
   } else if (typeof (executor as Partial<PgPoolLike>).connect === 'function') {
     return withTransaction(executor as PgPoolLike, (trx) => fn(trx as Executor));
   }

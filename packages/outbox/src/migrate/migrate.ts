@@ -1,5 +1,12 @@
-import { applyMigrationLine, migrate as migrateCore, type MigrateOptions, type MigrateResult } from '@leasehold/core';
-import type { TransactionSource } from '@leasehold/core';
+import {
+  applyMigrationLine,
+  migrate as migrateCore,
+  type MigrateOptions,
+  type MigrateResult,
+  type PgPoolLike,
+  type TransactionSource,
+} from '@leasehold/core';
+import type { Kysely } from 'kysely';
 import { MIGRATIONS } from './generated-migrations.js';
 
 /**
@@ -11,8 +18,10 @@ import { MIGRATIONS } from './generated-migrations.js';
  * import { migrate } from '@leasehold/outbox';
  * await migrate(pool, { schema: 'leasehold' });
  */
-export async function migrate(db: TransactionSource, options: MigrateOptions = {}): Promise<MigrateResult> {
-  const core = await migrateCore(db, options);
-  const outbox = await applyMigrationLine(db, { line: 'outbox', migrations: MIGRATIONS }, options);
+export async function migrate<DB>(db: Kysely<DB> | PgPoolLike, options: MigrateOptions = {}): Promise<MigrateResult> {
+  // any Kysely instance will do, whatever its table types; core's type names only Kysely<object>
+  const source = db as unknown as TransactionSource;
+  const core = await migrateCore(source, options);
+  const outbox = await applyMigrationLine(source, { line: 'outbox', migrations: MIGRATIONS }, options);
   return { schema: outbox.schema, applied: [...core.applied, ...outbox.applied] };
 }
