@@ -124,6 +124,27 @@ describe("inside the receiver's own transaction", () => {
     expect(await effects(id)).toBe(1);
   });
 
+  it('opens its own transaction on a pg client that is not in one', async () => {
+    const id = freshId();
+    const client = await t.client();
+    expect(client.getTransactionStatus()).toBe('I');
+    await expect(inbox.receive(client, id, async (c) => {
+      await c.query('INSERT INTO effect VALUES ($1, 1)', [id]);
+      throw new Error('apply failed after its write');
+    })).rejects.toThrow('apply failed');
+    // record and effect rolled back together: the redelivery applies
+    expect(await effects(id)).toBe(0);
+    expect((await inbox.receive(client, id, async (c) => c.query('INSERT INTO effect VALUES ($1, 2)', [id]))).applied).toBe(true);
+    expect(client.getTransactionStatus()).toBe('I');
+    expect(await effects(id)).toBe(1);
+  });
+
+  it('refuses an executor whose transaction state it cannot tell', async () => {
+    const opaque = { query: t.pool.query.bind(t.pool) };
+    const error = await inbox.receive(opaque, freshId(), async () => undefined).catch((e: unknown) => e);
+    expect(isLeaseholdError(error, 'CONFIG')).toBe(true);
+  });
+
   it('rolls back the record when apply throws in a transaction receive opened', async () => {
     const id = freshId();
     await expect(inbox.receive(t.pool, id, async () => Promise.reject(new Error('boom')))).rejects.toThrow('boom');

@@ -5,6 +5,7 @@ import {
   withTransaction,
   type Duration,
   type Executor,
+  type PgPoolLike,
   type PgQueryable,
   type TransactionSource,
 } from '@leasehold/core';
@@ -32,9 +33,9 @@ export interface Inbox {
   /**
    * Records `messageId` and runs `apply` in the same transaction, only if the id was not
    * recorded before. Pass your open transaction (a Kysely `Transaction`, or a `pg` client after
-   * `BEGIN`) to join it; pass a Kysely instance or a `pg` `Pool` to have one opened (and rolled
-   * back, record included, when `apply` throws). Never pass a `pg` client outside a
-   * transaction: the record would commit on its own.
+   * `BEGIN`) to join it; pass a Kysely instance, a `pg` `Pool` or a `pg` client outside a
+   * transaction to have one opened (and rolled back, record included, when `apply` throws).
+   * An executor whose transaction state cannot be told (pg-native) is refused with a `ConfigError`.
    */
   receive<DB, T>(db: Kysely<DB>, messageId: string, apply: (trx: Kysely<DB>) => Promise<T>): Promise<ReceiveResult<T>>;
   receive<T>(db: PgQueryable, messageId: string, apply: (client: PgQueryable) => Promise<T>): Promise<ReceiveResult<T>>;
@@ -73,7 +74,7 @@ export function createInbox(options: InboxOptions = {}): Inbox {
       if (!(await inboxInsert(trx, schema, messageId))) return { applied: false };
       return { applied: true, result: await apply(trx as never) };
     };
-    return opensTransaction(executor) ? withTransaction(executor, run) : run(executor as Executor);
+    return inReceiverTransaction(executor, run);
   }
   return Object.freeze({
     schema,
@@ -83,12 +84,48 @@ export function createInbox(options: InboxOptions = {}): Inbox {
   });
 }
 
-// A Kysely instance that is not a transaction, or a pg Pool (the only pg object with totalCount):
-// receive opens the transaction. Anything else is taken to be the caller's open transaction.
-function opensTransaction(executor: Executor | TransactionSource): executor is TransactionSource {
-  const candidate = executor as { isTransaction?: unknown; totalCount?: unknown; connect?: unknown };
-  if (typeof candidate.isTransaction === 'boolean') return !candidate.isTransaction;
-  return typeof candidate.connect === 'function' && typeof candidate.totalCount === 'number';
+// A pg Client / PoolClient reports the server's transaction status from its last ReadyForQuery:
+// 'I' idle, 'T' in a transaction, 'E' in a failed one; null before its first query or on pg-native.
+interface PgClientLike extends PgQueryable {
+  getTransactionStatus(): string | null;
+}
+
+/**
+ * Runs `fn` in the caller's transaction when `executor` is one, else in a new one; refuses an
+ * executor whose state it cannot tell, because a record committed on its own would mark the
+ * message received even if applying it then failed.
+ */
+async function inReceiverTransaction<T>(executor: Executor | TransactionSource, fn: (trx: Executor) => Promise<T>): Promise<T> {
+  const candidate = executor as Partial<PgClientLike & PgPoolLike> & { isTransaction?: unknown; connectionParameters?: unknown };
+  if (typeof candidate.isTransaction === 'boolean') {
+    return candidate.isTransaction ? fn(executor as Executor) : withTransaction(executor as TransactionSource, fn);
+  }
+  if (typeof candidate.getTransactionStatus === 'function') {
+    const status = candidate.getTransactionStatus();
+    if (status === 'T' || status === 'E') return fn(executor as Executor); // 'E': the insert reports the aborted transaction
+    if (status === 'I') return ownTransaction(executor as PgQueryable, fn);
+    throw new ConfigError('executor', 'Cannot tell whether this pg client is in a transaction (pg-native, or no query yet): pass a Kysely instance or transaction, or a pg Pool');
+  }
+  if (candidate.connectionParameters !== undefined) {
+    throw new ConfigError('executor', 'A pg Client must report its transaction state (pg >= 8.21); or pass a Kysely instance or transaction, or a pg Pool');
+  }
+  if (typeof candidate.connect === 'function' && typeof candidate.query === 'function') {
+    return withTransaction(executor as PgPoolLike, fn);
+  }
+  throw new ConfigError('executor', 'Expected a Kysely instance or transaction, a pg Pool, or a pg client');
+}
+
+async function ownTransaction<T>(client: PgQueryable, fn: (trx: Executor) => Promise<T>): Promise<T> {
+  await client.query('BEGIN');
+  try {
+    const result = await fn(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (error) {
+    // the caller's error is the one to report; a connection too broken to roll back fails its next query anyway
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  }
 }
 
 function checkMessageId(messageId: unknown): void {
