@@ -17,8 +17,11 @@ export interface Connection {
  */
 export async function connect(url: string): Promise<Connection> {
   const pool = new pg.Pool({ connectionString: url, max: 3, connectionTimeoutMillis: 10_000 });
-  // an idle client whose server went away (e.g. the throwaway one stopping) is not our failure
+  // A client whose server went away (e.g. the throwaway one stopping on Ctrl-C) emits 'error':
+  // idle ones through the pool, checked-out ones on themselves, where an unhandled 'error' would
+  // end the process. Their next statement fails anyway, so nothing is lost by listening.
   pool.on('error', () => undefined);
+  pool.on('connect', (client) => client.on('error', () => undefined));
   try {
     const info = await serverInfo(pool);
     return { pool, serverVersion: info.serverVersion, database: info.database };

@@ -1,19 +1,22 @@
 #!/usr/bin/env node
 // The `leasehold` command. Signal handling lives here, never in the libraries: the first
-// SIGINT / SIGTERM asks the running command to stop (a throwaway server is removed); a second
-// one ends the process at once.
+// SIGINT / SIGTERM asks the running command to stop (a throwaway server is removed); another
+// one more than 2 s later ends the process at once. Repeats within 2 s are the same Ctrl-C
+// delivered twice (the terminal signals the whole process group, and `npm exec` / `npx`
+// forward what they get), so they must not skip the cleanup.
 import { processIo } from './io.js';
 import { run } from './run.js';
 
 const controller = new AbortController();
-let signals = 0;
+let firstAt: number | undefined;
 const onSignal = (signal: NodeJS.Signals) => {
-  signals++;
-  if (signals > 1) {
+  if (firstAt === undefined) {
+    firstAt = Date.now();
+    controller.abort(new Error(`received ${signal}`));
+  } else if (Date.now() - firstAt > 2_000) {
     process.stderr.write(`leasehold: ${signal} again, exiting now\n`);
     process.exit(130);
   }
-  controller.abort(new Error(`received ${signal}`));
 };
 process.on('SIGINT', onSignal);
 process.on('SIGTERM', onSignal);
