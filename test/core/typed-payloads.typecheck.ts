@@ -1,9 +1,11 @@
 // Compiled by `npm run typecheck`, never run: each @ts-expect-error line must stay an error,
 // proving that a wrong payload shape does not compile. (An unused @ts-expect-error fails too.)
 import type { Kysely } from 'kysely';
-import { defineTask, enqueue, enqueueMany, type TaskContext } from '@leasehold/core';
+import { defineTask, enqueue, enqueueMany, migrate, withTransaction, type TaskContext } from '@leasehold/core';
 
 declare const db: Kysely<object>;
+// an application's own typed Kysely works wherever leasehold takes one
+declare const appDb: Kysely<{ account: { id: number; email: string } }>;
 
 const sendEmail = defineTask<{ to: string; subject: string }>('send-email', {
   handler: async (payload, ctx) => {
@@ -33,6 +35,8 @@ defineTask<{ n: number }, { done: number }>('count', {
 });
 
 export async function valid(): Promise<void> {
+  await migrate(appDb);
+  await withTransaction(appDb, (trx) => enqueue(trx, sendEmail, { to: 'c@example.com', subject: 'typed db' }));
   await enqueue(db, sendEmail, { to: 'a@example.com', subject: 'hi' });
   await enqueue(db, resize, { url: 'https://example.com/a.png', width: 200 });
   await enqueueMany(db, sendEmail, [{ payload: { to: 'b@example.com', subject: 'yo' }, priority: 5 }]);

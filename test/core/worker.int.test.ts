@@ -118,6 +118,33 @@ describe('the worker', () => {
     ]);
   });
 
+  it('runs ordered tasks of one group one at a time, in order, each claimed as soon as the previous is written', async () => {
+    const order: number[] = [];
+    let running = 0;
+    const step = defineTask<{ n: number }>('ordered-step', {
+      ordered: true,
+      handler: async ({ n }) => {
+        running++;
+        expect(running).toBe(1);
+        order.push(n);
+        await new Promise((r) => setImmediate(r));
+        running--;
+      },
+    });
+    // a 10 s poll: only the wake-up after each fenced write can make this quick
+    const worker = track(createWorker({ pool: t.pool, tasks: [step], concurrency: 4, pollInterval: '10s' }));
+    await worker.start();
+    await nextEvent(worker, 'worker:idle');
+    const last = await t.db.transaction().execute(async (trx) => {
+      let id = '';
+      for (let n = 1; n <= 6; n++) id = (await enqueue(trx, step, { n }, { groupKey: 'cart-1' })).id;
+      return id;
+    });
+    await nextEvent(worker, 'task:succeeded', ({ task }) => task.id === last, 5_000);
+    expect(order).toEqual([1, 2, 3, 4, 5, 6]);
+    await worker.stop();
+  });
+
   it('claims only the task names it has handlers for', async () => {
     const mine = defineTask<object>('mine', { handler: async () => {} });
     const theirs = defineTask<object>('theirs', { handler: async () => {} });

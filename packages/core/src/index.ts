@@ -30,7 +30,13 @@ export {
   type TaskRow,
 } from './leased-table.js';
 export { execute, type Executor, type PgQueryable } from './sql/execute.js';
-export { withTransaction, type TransactionSource, type TransactionHandle, type PgPoolLike } from './sql/transaction.js';
+export {
+  withTransaction,
+  type TransactionSource,
+  type TransactionHandle,
+  type KyselyTransactionSource,
+  type PgPoolLike,
+} from './sql/transaction.js';
 export type { Claimed, LeaseFields } from './sql/lease-row.js';
 export {
   leaseClaim,

@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { LeasedTable } from '../leased-table.js';
 import { execute, type Executor } from './execute.js';
 import { toClaimed, type Claimed } from './lease-row.js';
-import { returningColumns, tableRef } from './table-ref.js';
+import { LEASE_COLUMNS, returningColumns, tableRef } from './table-ref.js';
 
 /** Checked inputs of {@link leaseClaim}. */
 export interface LeaseClaimInput {
@@ -123,7 +123,7 @@ export function compareIds(a: string, b: string): number {
 // The UNION needs the reaped branch to have the claimed branch's columns; only id and
 // lease_version carry meaning there.
 function reapedColumns(table: LeasedTable<unknown>) {
-  const extra = table.extraColumns.filter((c) => !['id', 'lease_version'].includes(c));
+  const extra = table.extraColumns.filter((c) => !LEASE_COLUMNS.includes(c));
   return sql.join([
     sql`reaped.id`,
     sql`reaped.lease_version`,
@@ -132,6 +132,7 @@ function reapedColumns(table: LeasedTable<unknown>) {
     sql`NULL::text`,
     sql`NULL::timestamptz`,
     sql`NULL::timestamptz`,
+    sql`NULL::text`,
     ...extra.map(() => sql`NULL`),
   ]);
 }

@@ -13,6 +13,8 @@ export interface LeaseFields {
   /** When the lease runs out (database time). */
   readonly leaseUntil: Date;
   readonly createdAt: Date;
+  /** Ordering group, or null for an unordered row. */
+  readonly groupKey: string | null;
 }
 
 /** A row owned by a claim: lease fields plus the table's own row. */
@@ -29,5 +31,6 @@ export function toClaimed<Row>(table: LeasedTable<Row>, raw: Record<string, unkn
     leaseOwner: String(raw.lease_owner),
     leaseUntil: raw.lease_until as Date,
     createdAt: raw.created_at as Date,
+    groupKey: (raw.group_key as string | null) ?? null,
   };
 }

@@ -12,7 +12,8 @@ export function returningColumns(table: LeasedTable<unknown>, alias: string): Ra
   return sql.join(columns.map((c) => sql.ref(`${alias}.${c}`)));
 }
 
-const LEASE_COLUMNS: readonly string[] = [
+/** Columns every claim returns, in this order (the reap branch of the claim mirrors it). */
+export const LEASE_COLUMNS: readonly string[] = [
   'id',
   'lease_version',
   'attempts',
@@ -20,4 +21,5 @@ const LEASE_COLUMNS: readonly string[] = [
   'lease_owner',
   'lease_until',
   'created_at',
+  'group_key',
 ];

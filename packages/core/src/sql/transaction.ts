@@ -1,16 +1,21 @@
-import type { Kysely, Transaction } from 'kysely';
-import type { PgQueryable } from './execute.js';
+import type { QueryExecutorProvider } from 'kysely';
+import type { Executor, PgQueryable } from './execute.js';
 
 /** A `pg` `Pool`: hands out a client that must be released. */
 export interface PgPoolLike extends PgQueryable {
   connect(): Promise<PgQueryable & { release(err?: Error | boolean): void }>;
 }
 
-/** What can open a transaction: a Kysely instance or a `pg` pool. */
-export type TransactionSource = Kysely<object> | PgPoolLike;
+/** A Kysely instance of any database type, as far as opening a transaction goes. */
+export interface KyselyTransactionSource {
+  transaction(): { execute<T>(callback: (trx: QueryExecutorProvider) => Promise<T>): Promise<T> };
+}
+
+/** What can open a transaction: a Kysely instance (`Kysely<YourDB>`) or a `pg` pool. */
+export type TransactionSource = KyselyTransactionSource | PgPoolLike;
 
 /** The open transaction handed to the callback of {@link withTransaction}. */
-export type TransactionHandle = Transaction<object> | PgQueryable;
+export type TransactionHandle = Executor;
 
 /** Runs `fn` in one transaction on either kind of source; rolls back when it throws. */
 export async function withTransaction<T>(

@@ -13,7 +13,7 @@ export class Heartbeat {
   readonly #table: LeasedTable<unknown>;
   readonly #intervalMs: number;
   readonly #inFlight: () => ExtendItem[];
-  readonly #onLost: (id: string) => void;
+  readonly #onLost: (item: ExtendItem) => void;
   readonly #onError: (error: Error) => void;
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<void> | undefined;
@@ -23,7 +23,7 @@ export class Heartbeat {
     table: LeasedTable<unknown>;
     intervalMs: number;
     inFlight: () => ExtendItem[];
-    onLost: (id: string) => void;
+    onLost: (item: ExtendItem) => void;
     onError: (error: Error) => void;
   }) {
     this.#executor = options.executor;
@@ -58,6 +58,6 @@ export class Heartbeat {
       this.#onError(toError(error));
       return;
     }
-    for (const item of items) if (!extended.has(item.id)) this.#onLost(item.id);
+    for (const item of items) if (!extended.has(item.id)) this.#onLost(item);
   }
 }

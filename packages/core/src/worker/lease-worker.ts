@@ -6,6 +6,7 @@ import { leaseClaim } from '../sql/lease-claim.js';
 import { leaseExtendMany } from '../sql/lease-extend-many.js';
 import type { FinalizeResult } from '../sql/lease-finalize-many.js';
 import type { Claimed } from '../sql/lease-row.js';
+import type { LeaseToken } from '../primitives.js';
 import { toReleased, type Transition } from '../transition.js';
 import { transitionFor } from '../transition-for.js';
 import { safeEmit, type WorkerEventMap } from './events.js';
@@ -48,7 +49,11 @@ export interface StopOptions {
 export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
   readonly owner: string;
   readonly #o: NormalizedLeaseWorkerOptions<Row>;
-  /** Claimed and not yet finalized: buffered, running or being written. */
+  /**
+   * Claimed and not yet finalized: buffered, running or being written. Keyed by id and token:
+   * the same id may be claimed again (by this worker) while its previous claim is still
+   * being written, and the two must not be confused.
+   */
   readonly #inFlight = new Map<string, InFlight<Row>>();
   /** Claimed, waiting for a free slot. */
   readonly #buffer: InFlight<Row>[] = [];
@@ -76,7 +81,7 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
       table,
       intervalMs: this.#o.heartbeatIntervalMs,
       inFlight: () => [...this.#inFlight.values()].map((f) => ({ id: f.task.id, leaseVersion: f.task.leaseVersion, leaseMs: f.settings.leaseMs })),
-      onLost: (id) => this.#leaseLost(id),
+      onLost: (token) => this.#leaseLost(token),
       onError: (error) => safeEmit(this, 'heartbeat:failed', { error }),
     });
     this.#listener = this.#o.listen
@@ -183,7 +188,7 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
   #accept(task: Claimed<Row>): void {
     this.#idle = false;
     const f: InFlight<Row> = { task, settings: this.#o.settingsFor(task), controller: new AbortController(), hooks: [], startedAt: 0 };
-    this.#inFlight.set(task.id, f);
+    this.#inFlight.set(tokenKey(task), f);
     safeEmit(this, 'task:claimed', { task });
     if (this.#state !== 'running') {
       f.controller.abort(new ShutdownError());
@@ -207,7 +212,9 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
       const { thrown, threw } = await this.#runHandler(f);
       await this.#finish(f, thrown, threw);
     } finally {
-      this.#inFlight.delete(f.task.id);
+      this.#inFlight.delete(tokenKey(f.task));
+      // the next task of an ordered group becomes claimable only now
+      if (f.task.groupKey !== null) this.#wakeup.wake();
     }
   }
 
@@ -243,7 +250,7 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
     const outcome = classifyOutcome(threw && reason !== undefined ? reason : thrown, threw);
     const transition = transitionFor(outcome, task, settings.policy);
     if (transition === null) {
-      this.#leaseLost(task.id);
+      this.#leaseLost(task);
       return;
     }
     const result = await this.#write(f, transition);
@@ -294,7 +301,7 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
           { id: f.task.id, leaseVersion: f.task.leaseVersion, leaseMs },
         ]);
         if (!extended.has(f.task.id)) {
-          this.#leaseLost(f.task.id);
+          this.#leaseLost(f.task);
           throw f.controller.signal.reason as LeaseLostError;
         }
       },
@@ -302,10 +309,10 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
     };
   }
 
-  #leaseLost(id: string): void {
-    const f = this.#inFlight.get(id);
+  #leaseLost(token: LeaseToken): void {
+    const f = this.#inFlight.get(tokenKey(token));
     if (!f || f.controller.signal.aborted) return;
-    const error = new LeaseLostError(id, f.task.leaseVersion);
+    const error = new LeaseLostError(token.id, token.leaseVersion);
     f.controller.abort(error);
     safeEmit(this, 'task:lease-lost', { task: f.task, error });
   }
@@ -313,6 +320,10 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
   #error(error: Error): void {
     safeEmit(this, 'worker:error', { error });
   }
+}
+
+function tokenKey(token: LeaseToken): string {
+  return `${token.id}@${token.leaseVersion}`;
 }
 
 /** Creates a {@link LeaseWorker}; options are checked here, before anything touches the database. */
