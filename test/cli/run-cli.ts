@@ -17,9 +17,17 @@ export function cliEnv(extra: Record<string, string | undefined> = {}): NodeJS.P
   return env;
 }
 
-/** Starts the CLI; stdout and stderr are collected as text. */
-export function startCli(args: readonly string[], env: NodeJS.ProcessEnv): ChildProcess & { output: { stdout: string; stderr: string } } {
-  const child = spawn(process.execPath, [...ARGS, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+/**
+ * Starts the CLI; stdout and stderr are collected as text. `detached` makes it the leader of a
+ * process group of its own, so that `process.kill(-pid, 'SIGINT')` reaches it and everything it
+ * started at once, as Ctrl-C in a terminal does.
+ */
+export function startCli(
+  args: readonly string[],
+  env: NodeJS.ProcessEnv,
+  { detached = false }: { detached?: boolean } = {},
+): ChildProcess & { output: { stdout: string; stderr: string } } {
+  const child = spawn(process.execPath, [...ARGS, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'], detached });
   const output = { stdout: '', stderr: '' };
   child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (output.stdout += chunk));
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (output.stderr += chunk));
