@@ -42,7 +42,7 @@ export async function runDemo(databaseUrl: string, signal: AbortSignal): Promise
   const [, receiverDb] = connect(databaseUrl, 10);
   const cleanup: Array<() => Promise<void>> = [() => db.destroy(), () => receiverDb.destroy()];
   try {
-    await setUpSchemas(db, pool);
+    await setUpSchemas(db);
     const outbox = createOutbox({ schema: settings.SHOP_SCHEMA, orderedEventTypes: ['OrderPlaced', 'OrderPaid'] });
     const secret = generateWebhookSecret();
     const receiver = await startReceiver({

@@ -1,7 +1,6 @@
 import { migrateInbox } from '@leasehold/adapters-http';
 import { migrate } from '@leasehold/outbox';
 import { sql, type Kysely } from 'kysely';
-import type pg from 'pg';
 import { RECEIVER_SCHEMA, SHOP_SCHEMA } from './settings.js';
 import type { DemoDatabase } from './tables.js';
 
@@ -9,12 +8,11 @@ import type { DemoDatabase } from './tables.js';
  * Starts from empty schemas on every run: drops the demo's two schemas, then lets leasehold
  * create its tables (outbox in the shop's schema, inbox in the receiver's) next to the demo's.
  */
-export async function setUpSchemas(db: Kysely<DemoDatabase>, pool: pg.Pool): Promise<void> {
+export async function setUpSchemas(db: Kysely<DemoDatabase>): Promise<void> {
   await sql`DROP SCHEMA IF EXISTS ${sql.id(SHOP_SCHEMA)} CASCADE`.execute(db);
   await sql`DROP SCHEMA IF EXISTS ${sql.id(RECEIVER_SCHEMA)} CASCADE`.execute(db);
-  // migrate takes a pg pool or an untyped Kysely instance
-  await migrate(pool, { schema: SHOP_SCHEMA });
-  await migrateInbox(pool, { schema: RECEIVER_SCHEMA });
+  await migrate(db, { schema: SHOP_SCHEMA });
+  await migrateInbox(db, { schema: RECEIVER_SCHEMA });
   await db.schema
     .createTable(`${SHOP_SCHEMA}.orders`)
     .addColumn('id', 'bigint', (c) => c.primaryKey().generatedAlwaysAsIdentity())
