@@ -209,24 +209,22 @@ describe('hostile counts, priorities, owners and names', () => {
   });
 });
 
-// Gaps found by this suite and reported to core. Each `it.fails` asserts the behaviour we want;
-// it passes today because core does not do it yet. When core is fixed the test fails: then drop
-// `.fails` so it guards the fix.
-describe('known gaps (reported; remove .fails once core fixes them)', () => {
-  it.fails('a schema name PostgreSQL reserves (pg_*) is a ConfigError, not error 42939 from CREATE SCHEMA', async () => {
+// Gaps this suite found in core, fixed there; these tests keep them fixed.
+describe('gaps found by this suite', () => {
+  it('a schema name PostgreSQL reserves (pg_*) is a ConfigError, not error 42939 from CREATE SCHEMA', async () => {
     await expectConfigError(() => migrate(noSql, { schema: 'pg_evil' }), 'schema', 'pg_evil');
   });
 
-  it.fails('a malformed fencing token (non-numeric id, NaN or fractional version) is a ConfigError, not error 22P02', async () => {
+  it('a malformed fencing token (non-numeric id, NaN or fractional version) is a ConfigError, not error 22P02', async () => {
     await expectConfigError(() => markDone(noSql, { id: 'abc', leaseVersion: 1 }), 'id', 'abc');
     await expectConfigError(() => markDone(noSql, { id: '1', leaseVersion: Number.NaN }), 'leaseVersion', Number.NaN);
   });
 
-  it.fails('a lease too long for a PostgreSQL interval is a ConfigError, not error 22008 from the claim', async () => {
+  it('a lease too long for a PostgreSQL interval is a ConfigError, not error 22008 from the claim', async () => {
     await expectConfigError(() => claim(noSql, { owner: 'w', batch: 1, lease: 1e300 }), 'lease', 1e300);
   });
 
-  it.fails('a timer duration past setTimeout\'s 24.8-day limit is a ConfigError (Node would fire it after 1 ms)', async () => {
+  it('a timer duration past setTimeout\'s 24.8-day limit is a ConfigError (Node would fire it after 1 ms)', async () => {
     await expectConfigError(() => createLeaseWorker({ pool: noSql, table: taskTable(), handle, pollInterval: '30d' }), 'pollInterval', '30d');
   });
 });

@@ -166,21 +166,19 @@ describe('payloads a publisher got wrong', () => {
   });
 });
 
-// Gaps found by this suite and reported to core. Each `it.fails` asserts the behaviour we want;
-// it passes today because core does not do it yet. When core is fixed the test fails: then drop
-// `.fails` so it guards the fix.
-describe('known gaps (reported; remove .fails once core fixes them)', () => {
-  it.fails('a payload PostgreSQL cannot store is a PayloadValidationError at enqueue, not a raw driver error', async () => {
+// Gaps this suite found in core, fixed there; these tests keep them fixed.
+describe('gaps found by this suite', () => {
+  it('a payload PostgreSQL cannot store is a PayloadValidationError at enqueue, not a raw driver error', async () => {
     const loose = defineTask<unknown>('loose', { handler: async () => {} });
     await expect(enqueue(t.pool, loose, { s: 'a\u0000b' })).rejects.toBeInstanceOf(PayloadValidationError);
   });
 
-  it.fails('a group key past the index limit is a ConfigError at enqueue, not a raw driver error', async () => {
+  it('a group key past the index limit is a ConfigError at enqueue, not a raw driver error', async () => {
     const loose = defineTask<unknown>('loose', { handler: async () => {} });
     await expect(enqueue(t.pool, loose, {}, { groupKey: randomBytes(6_000).toString('hex') })).rejects.toMatchObject({ code: 'CONFIG' });
   });
 
-  it.fails('a handler error whose message holds a NUL character is still recorded (the finalize must not fail)', async () => {
+  it('a handler error whose message holds a NUL character is still recorded (the finalize must not fail)', async () => {
     await reset();
     const nul = defineTask<object>('nul', { lease: '2s', maxAttempts: 3, handler: async () => { throw new Error('bad\u0000byte'); } });
     await enqueue(t.pool, nul, {});
@@ -188,8 +186,7 @@ describe('known gaps (reported; remove .fails once core fixes them)', () => {
     worker.on('worker:error', () => undefined);
     await worker.start();
     try {
-      // today the fenced retry cannot be written (22021), so the task sits in `processing` until
-      // its lease runs out, and the error is lost
+      // text cannot hold NUL (22021): the fenced retry must still be written, with the error
       await nextEvent(worker, 'task:retrying', () => true, 4_000);
     } finally {
       await worker.stop({ timeout: 0 });

@@ -1,5 +1,5 @@
 import { DEFAULT_BACKOFF, type BackoffPolicy } from './backoff.js';
-import { parseDuration, parseInteger, type Duration } from './duration.js';
+import { MAX_DELAY_MS, parseDuration, parseInteger, type Duration } from './duration.js';
 import { LeaseLostError, toError } from './errors.js';
 import type { TaskRow } from './leased-table.js';
 import { classifyOutcome, type OutcomeKind } from './outcome.js';
@@ -51,7 +51,7 @@ export async function dispatchOnce<Row = TaskRow>(
   const owner = checkOwner(options.owner);
   const batch = parseInteger(options.batch ?? 50, 'batch', 1, 10_000);
   const leaseMs = parseDuration(options.lease ?? '60s', 'lease');
-  const maxDeferAgeMs = options.maxDeferAge === undefined ? null : parseDuration(options.maxDeferAge, 'maxDeferAge');
+  const maxDeferAgeMs = options.maxDeferAge === undefined ? null : parseDuration(options.maxDeferAge, 'maxDeferAge', { max: MAX_DELAY_MS });
   const policy = { backoff: options.backoff ?? DEFAULT_BACKOFF, maxDeferAgeMs };
   const onLeaseLost = options.onLeaseLost ?? warnLeaseLost;
   const table = resolveTable(options);

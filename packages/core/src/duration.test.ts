@@ -26,3 +26,17 @@ describe('validateIdentifier', () => {
     expect(() => validateIdentifier(value, 'schema')).toThrow(ConfigError);
   });
 });
+
+describe('duration bounds', () => {
+  it('refuses timers past what setTimeout can wait, but allows long stored delays', async () => {
+    const { MAX_DELAY_MS, MAX_TIMER_MS } = await import('./duration.js');
+    expect(() => parseDuration('30d', 'pollInterval')).toThrow(/`pollInterval` to be at most/);
+    expect(parseDuration(MAX_TIMER_MS, 'lease')).toBe(MAX_TIMER_MS);
+    expect(parseDuration('365d', 'delay', { max: MAX_DELAY_MS })).toBe(365 * 86_400_000);
+    expect(() => parseDuration(1e300, 'delay', { max: MAX_DELAY_MS })).toThrow(ConfigError);
+  });
+
+  it('refuses schema names PostgreSQL reserves', () => {
+    expect(() => validateIdentifier('pg_temp', 'schema')).toThrow(/reserved/);
+  });
+});

@@ -4,14 +4,21 @@ import { ConfigError } from './errors.js';
 /** A duration: milliseconds, or an `ms` string such as `'30s'` or `'5m'`. */
 export type Duration = number | string;
 
+/** Longest duration a timer can wait: Node fires longer `setTimeout`s after 1 ms. ≈ 24.8 days. */
+export const MAX_TIMER_MS = 2_147_483_647;
+
+/** Longest delay stored in the database (run-at, backoff, defer): 100 years. */
+export const MAX_DELAY_MS = 100 * 365 * 86_400_000;
+
 /**
  * Parses a {@link Duration} into milliseconds, or throws a `ConfigError` naming `option`.
- * Rejects NaN, Infinity, negatives and (unless `allowZero`) zero.
+ * Rejects NaN, Infinity, negatives, (unless `allowZero`) zero, and anything above `max`
+ * (by default {@link MAX_TIMER_MS}, since most durations drive a timer).
  */
 export function parseDuration(
   value: Duration,
   option: string,
-  { allowZero = false }: { allowZero?: boolean } = {},
+  { allowZero = false, max = MAX_TIMER_MS }: { allowZero?: boolean; max?: number } = {},
 ): number {
   let parsed: number | undefined;
   if (typeof value === 'number') parsed = value;
@@ -26,6 +33,9 @@ export function parseDuration(
   if (parsed < 0 || (!allowZero && parsed === 0)) {
     const want = allowZero ? 'zero or positive' : 'positive';
     throw new ConfigError(option, `Expected \`${option}\` to be a ${want} duration, got ${describe(value)}`);
+  }
+  if (parsed > max) {
+    throw new ConfigError(option, `Expected \`${option}\` to be at most ${max} ms, got ${describe(value)}`);
   }
   return parsed;
 }

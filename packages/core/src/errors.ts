@@ -1,5 +1,5 @@
 // duration.ts imports ConfigError from here; the cycle is safe because both are used only at call time.
-import { parseDuration } from './duration.js';
+import { MAX_DELAY_MS, parseDuration } from './duration.js';
 
 /** Stable codes of every error leasehold throws; match on these, not on classes. */
 export const ERROR_CODES = [
@@ -148,5 +148,5 @@ export function toError(value: unknown): Error {
 }
 
 function deferDelayMs(delay: number | string): number {
-  return parseDuration(delay, 'delay', { allowZero: true });
+  return parseDuration(delay, 'delay', { allowZero: true, max: MAX_DELAY_MS });
 }

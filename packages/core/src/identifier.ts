@@ -15,5 +15,8 @@ export function validateIdentifier(value: unknown, option: string): string {
       `Expected \`${option}\` to be a lower-case SQL identifier (letters, digits, _; at most 48 characters), got ${JSON.stringify(value)}`,
     );
   }
+  if (value.startsWith('pg_')) {
+    throw new ConfigError(option, `Expected \`${option}\` not to start with pg_ (reserved by PostgreSQL), got ${JSON.stringify(value)}`);
+  }
   return value;
 }

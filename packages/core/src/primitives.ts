@@ -1,5 +1,5 @@
 import { ConfigError } from './errors.js';
-import { parseDuration, parseInteger, type Duration } from './duration.js';
+import { MAX_DELAY_MS, parseDuration, parseInteger, type Duration } from './duration.js';
 import { taskTable, type LeasedTable, type TaskRow } from './leased-table.js';
 import type { Executor } from './sql/execute.js';
 import { leaseClaim } from './sql/lease-claim.js';
@@ -41,7 +41,7 @@ export function resolveTable<Row>(options: TableOptions<Row>): LeasedTable<Row> 
 
 /** Checks an owner name. @internal */
 export function checkOwner(owner: unknown): string {
-  if (typeof owner !== 'string' || owner.length === 0 || owner.length > 200) {
+  if (typeof owner !== 'string' || owner.length === 0 || owner.length > 200 || owner.includes('\u0000')) {
     throw new ConfigError('owner', `Expected \`owner\` to be a non-empty string of at most 200 characters, got ${JSON.stringify(owner)}`);
   }
   return owner;
@@ -63,7 +63,17 @@ export async function claim<Row = TaskRow>(executor: Executor, options: ClaimOpt
   return claimed;
 }
 
+/** Checks a fencing token given by a caller: a bigint id and a whole, non-negative version. @internal */
+export function checkToken(token: LeaseToken): LeaseToken {
+  if (typeof token?.id !== 'string' || !/^[1-9][0-9]{0,18}$/.test(token.id)) {
+    throw new ConfigError('id', `Expected the task \`id\` to be a positive integer string, got ${JSON.stringify(token?.id)}`);
+  }
+  parseInteger(token.leaseVersion, 'leaseVersion', 0);
+  return token;
+}
+
 async function finalizeOne(executor: Executor, token: LeaseToken, transition: Transition, options: TableOptions<unknown>) {
+  checkToken(token);
   const [result] = await leaseFinalizeMany(executor, resolveTable(options), [
     { id: token.id, leaseVersion: token.leaseVersion, transition },
   ]);
@@ -90,7 +100,7 @@ export interface RescheduleOptions extends TableOptions<unknown> {
 
 /** Fenced: puts a claimed task back to pending after `delay`. False when the lease moved on. */
 export async function reschedule(executor: Executor, token: LeaseToken, options: RescheduleOptions): Promise<boolean> {
-  const delayMs = parseDuration(options.delay, 'delay', { allowZero: true });
+  const delayMs = parseDuration(options.delay, 'delay', { allowZero: true, max: MAX_DELAY_MS });
   const transition = options.refundAttempt ? toDeferred(delayMs, options.error) : toRetry(delayMs, options.error);
   return finalizeOne(executor, token, transition, options);
 }
@@ -110,6 +120,7 @@ export async function extendLease(
   token: LeaseToken,
   options: TableOptions<unknown> & { lease: Duration },
 ): Promise<boolean> {
+  checkToken(token);
   const leaseMs = parseDuration(options.lease, 'lease');
   const extended = await leaseExtendMany(executor, resolveTable(options), [
     { id: token.id, leaseVersion: token.leaseVersion, leaseMs },

@@ -47,7 +47,8 @@ export async function leaseFinalizeMany(
     versions.push(leaseVersion);
     statuses.push(tr.to);
     delays.push(tr.to === 'pending' ? tr.delayMs : 0);
-    errors.push(tr.to === 'done' ? null : tr.error);
+    // PostgreSQL text cannot hold NUL; an error message that does must still be recorded
+    errors.push(tr.to === 'done' || tr.error === null ? null : tr.error.replaceAll('\u0000', '\uFFFD'));
     refunds.push(tr.to === 'pending' && tr.refund ? 1 : 0);
     maxAges.push(tr.to === 'pending' ? tr.maxAgeMs : null);
   }

@@ -91,7 +91,7 @@ export function defineTask<P, C = unknown>(name: string, options: TaskOptions<P,
 
 /** Throws a `ConfigError` for a task name that is empty, too long or not a string. @internal */
 export function checkTaskName(name: unknown): string {
-  if (typeof name !== 'string' || name.length === 0 || name.length > 200) {
+  if (typeof name !== 'string' || name.length === 0 || name.length > 200 || name.includes('\u0000')) {
     throw new ConfigError('name', `Expected the task name to be a non-empty string of at most 200 characters, got ${JSON.stringify(name)}`);
   }
   return name;

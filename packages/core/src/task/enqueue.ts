@@ -1,4 +1,4 @@
-import { parseDuration, parseInteger } from '../duration.js';
+import { MAX_DELAY_MS, parseDuration, parseInteger } from '../duration.js';
 import { ConfigError, PayloadValidationError } from '../errors.js';
 import { taskTable } from '../leased-table.js';
 import type { Executor } from '../sql/execute.js';
@@ -80,15 +80,15 @@ function toInsert<P>(task: TaskDefinition<P>, item: EnqueueItem<P>): TaskInsert 
     throw new PayloadValidationError(task.name, error);
   }
   if (payloadJson === undefined) throw new PayloadValidationError(task.name, new Error('payload is not JSON-serializable'));
+  // jsonb cannot store U+0000 (an odd run of backslashes before u0000 is the escape itself)
+  if (/(?<!\\)(?:\\\\)*\\u0000/.test(payloadJson)) {
+    throw new PayloadValidationError(task.name, new Error('payload contains a NUL character (\\u0000), which PostgreSQL jsonb cannot store'));
+  }
   if (task.ordered && (item.groupKey === undefined || item.groupKey === '')) {
     throw new ConfigError('groupKey', `Task "${task.name}" is ordered: enqueue needs a \`groupKey\``);
   }
-  if (item.groupKey !== undefined && (typeof item.groupKey !== 'string' || item.groupKey.length === 0)) {
-    throw new ConfigError('groupKey', 'Expected `groupKey` to be a non-empty string');
-  }
-  if (item.dedupKey !== undefined && (typeof item.dedupKey !== 'string' || item.dedupKey.length === 0)) {
-    throw new ConfigError('dedupKey', 'Expected `dedupKey` to be a non-empty string');
-  }
+  checkKey(item.groupKey, 'groupKey');
+  checkKey(item.dedupKey, 'dedupKey');
   if (item.runAt !== undefined && !(item.runAt instanceof Date && Number.isFinite(item.runAt.getTime()))) {
     throw new ConfigError('runAt', 'Expected `runAt` to be a valid Date');
   }
@@ -100,7 +100,7 @@ function toInsert<P>(task: TaskDefinition<P>, item: EnqueueItem<P>): TaskInsert 
     dedupKey: item.dedupKey ?? null,
     maxAttempts: item.maxAttempts === undefined ? task.maxAttempts : parseInteger(item.maxAttempts, 'maxAttempts', 1, 1_000_000),
     runAt: item.runAt ?? null,
-    delayMs: item.delay === undefined ? 0 : parseDuration(item.delay, 'delay', { allowZero: true }),
+    delayMs: item.delay === undefined ? 0 : parseDuration(item.delay, 'delay', { allowZero: true, max: MAX_DELAY_MS }),
   };
 }
 
@@ -111,5 +111,15 @@ export function validatePayload<P>(task: TaskDefinition<P>, payload: unknown): P
     return task.validate.parse(payload);
   } catch (error) {
     throw new PayloadValidationError(task.name, error);
+  }
+}
+
+/** Longest group or dedup key, in UTF-8 bytes: both are indexed, and index entries are bounded. */
+export const MAX_KEY_BYTES = 1_024;
+
+function checkKey(key: unknown, option: string): void {
+  if (key === undefined) return;
+  if (typeof key !== 'string' || key.length === 0 || key.includes('\u0000') || Buffer.byteLength(key) > MAX_KEY_BYTES) {
+    throw new ConfigError(option, `Expected \`${option}\` to be a non-empty string of at most ${MAX_KEY_BYTES} bytes without NUL`);
   }
 }

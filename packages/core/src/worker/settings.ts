@@ -1,5 +1,5 @@
 import { DEFAULT_BACKOFF, type BackoffPolicy } from '../backoff.js';
-import { parseDuration, type Duration } from '../duration.js';
+import { MAX_DELAY_MS, parseDuration, type Duration } from '../duration.js';
 import { ConfigError } from '../errors.js';
 import type { RetryPolicy } from '../transition-for.js';
 
@@ -36,9 +36,9 @@ export function runSettings(options: RunOptions, prefix = ''): RunSettings {
     );
   }
   const backoff: BackoffPolicy = {
-    baseMs: options.backoff?.base === undefined ? DEFAULT_BACKOFF.baseMs : parseDuration(options.backoff.base, name('backoff.base')),
-    capMs: options.backoff?.cap === undefined ? DEFAULT_BACKOFF.capMs : parseDuration(options.backoff.cap, name('backoff.cap')),
+    baseMs: options.backoff?.base === undefined ? DEFAULT_BACKOFF.baseMs : parseDuration(options.backoff.base, name('backoff.base'), { max: MAX_DELAY_MS }),
+    capMs: options.backoff?.cap === undefined ? DEFAULT_BACKOFF.capMs : parseDuration(options.backoff.cap, name('backoff.cap'), { max: MAX_DELAY_MS }),
   };
-  const maxDeferAgeMs = parseDuration(options.maxDeferAge ?? '7d', name('maxDeferAge'));
+  const maxDeferAgeMs = parseDuration(options.maxDeferAge ?? '7d', name('maxDeferAge'), { max: MAX_DELAY_MS });
   return Object.freeze({ leaseMs, handlerTimeoutMs, policy: Object.freeze({ backoff, maxDeferAgeMs }) });
 }
