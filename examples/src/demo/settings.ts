@@ -13,9 +13,9 @@ export const KILL_AFTER_DELIVERIES = 3;
 export const WORKERS = ['w1', 'w2', 'w3'] as const;
 export const DOOMED_WORKER = 'w4';
 /** How long a claimed message belongs to its worker: a killed worker's messages come back after this. */
-export const LEASE = '4s';
+export const LEASE = '5s';
 /** One HTTP delivery may take this long; `batch × publishTimeout` must fit in the lease. */
-export const PUBLISH_TIMEOUT = '1500ms';
+export const PUBLISH_TIMEOUT = '2s';
 export const BACKOFF = { base: '100ms', cap: '1s' } as const;
 /** Retries and expired leases are found by polling; new events wake workers through NOTIFY. */
 export const POLL_INTERVAL = '250ms';
