@@ -100,7 +100,7 @@ describe('hostile schema and table names', () => {
 });
 
 // null and undefined mean "not given" (the default) for optional options, so they are not here
-const BAD_DURATIONS: unknown[] = [-1, -0.5, Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, '', 'soon', '-5s', '1e400', {}, true];
+const BAD_DURATIONS: unknown[] = [-1, -0.5, Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, '', 'soon', '-5s', '1e400', 1e300, '200y', {}, true];
 const BAD_POSITIVE_DURATIONS = [...BAD_DURATIONS, 0, '0ms'];
 
 // [entry point and option, call given the bad value, option it must name, whether zero is allowed]
@@ -136,6 +136,20 @@ describe('hostile durations', () => {
       for (const value of allowZero ? BAD_DURATIONS : BAD_POSITIVE_DURATIONS) await expectConfigError(() => call(value as never), option, value);
     });
   }
+
+  it('durations that drive a timer stop at 2^31-1 ms (about 24.8 days); delays kept in the database may be longer', async () => {
+    const tooLongForATimer = ['25d', 2 ** 31];
+    for (const d of tooLongForATimer) {
+      await expectConfigError(() => claim(noSql, { owner: 'w', batch: 1, lease: d }), 'lease', d);
+      await expectConfigError(() => createLeaseWorker({ pool: noSql, table: taskTable(), handle, pollInterval: d }), 'pollInterval', d);
+      await expectConfigError(() => createLeaseWorker({ pool: noSql, table: taskTable(), handle, heartbeatInterval: d }), 'heartbeatInterval', d);
+      await expectConfigError(() => defineTask('t', { handler: handle, lease: d }), 'lease', d);
+    }
+    // a run-at a month away, a defer of a month, a 30-day defer age are fine
+    await expect(enqueue(noSql, task, {}, { delay: '30d' })).rejects.toThrow('SQL ran');
+    expect(new DeferError('30d', 'later').delayMs).toBe(30 * 86_400_000);
+    expect(defineTask('t', { handler: handle, maxDeferAge: '30d' }).settings.policy.maxDeferAgeMs).toBe(30 * 86_400_000);
+  });
 
   it('a handler time limit or heartbeat not shorter than the lease is refused', async () => {
     await expectConfigError(() => defineTask('t', { handler: handle, lease: '10s', handlerTimeout: '10s' }), 'handlerTimeout');

@@ -154,15 +154,19 @@ describe('payloads a publisher got wrong', () => {
     await reset();
     const loose = defineTask<unknown>('loose', { handler: async () => {} });
     const hugeKey = randomBytes(6_000).toString('hex'); // past the btree index row limit
-    const cases: [string, () => Promise<unknown>][] = [
-      ['NUL in payload', () => enqueue(t.pool, loose, { s: 'a\u0000b' })],
-      ['lone surrogate in payload', () => enqueue(t.pool, loose, { s: '\ud800' })],
-      ['NUL in group key', () => enqueue(t.pool, loose, {}, { groupKey: 'g\u0000' })],
-      ['12 kB group key', () => enqueue(t.pool, loose, {}, { groupKey: hugeKey })],
-      ['12 kB dedup key', () => enqueue(t.pool, loose, {}, { dedupKey: hugeKey })],
+    const cases: [string, () => Promise<unknown>, object][] = [
+      ['NUL in payload', () => enqueue(t.pool, loose, { s: 'a\u0000b' }), { code: 'PAYLOAD_VALIDATION' }],
+      ['NUL in a payload key', () => enqueue(t.pool, loose, { ['k\u0000']: 1 }), { code: 'PAYLOAD_VALIDATION' }],
+      ['NUL in group key', () => enqueue(t.pool, loose, {}, { groupKey: 'g\u0000' }), { code: 'CONFIG', option: 'groupKey' }],
+      ['12 kB group key', () => enqueue(t.pool, loose, {}, { groupKey: hugeKey }), { code: 'CONFIG', option: 'groupKey' }],
+      ['12 kB dedup key', () => enqueue(t.pool, loose, {}, { dedupKey: hugeKey }), { code: 'CONFIG', option: 'dedupKey' }],
+      // not typed yet (see the gap below), but refused all the same
+      ['lone surrogate in payload', () => enqueue(t.pool, loose, { s: '\ud800' }), {}],
     ];
-    for (const [label, run] of cases) await expect(run(), label).rejects.toThrow();
-    expect(await statuses()).toEqual({});
+    for (const [label, run, error] of cases) await expect(run(), label).rejects.toMatchObject(error);
+    // the text "\u0000" (a backslash, then u0000) is not a NUL and is stored as it is
+    await enqueue(t.pool, loose, { s: '\\u0000' });
+    expect(await statuses()).toEqual({ 'loose:pending': 1 });
   });
 });
 
@@ -191,5 +195,14 @@ describe('gaps found by this suite', () => {
     } finally {
       await worker.stop({ timeout: 0 });
     }
+  });
+});
+
+// A gap found by this suite and reported to core. `it.fails` asserts the behaviour we want and
+// passes while core does not do it yet; once core is fixed it fails: then drop `.fails`.
+describe('known gaps (reported; remove .fails once core fixes them)', () => {
+  it.fails('a payload with a lone surrogate (which jsonb refuses) is a PayloadValidationError at enqueue, not error 22P02', async () => {
+    const loose = defineTask<unknown>('loose', { handler: async () => {} });
+    await expect(enqueue(t.pool, loose, { s: '\ud800' })).rejects.toBeInstanceOf(PayloadValidationError);
   });
 });
