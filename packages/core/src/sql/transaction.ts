@@ -27,6 +27,10 @@ export async function withTransaction<T>(
   }
   const client = await (source as PgPoolLike).connect();
   let broken: Error | undefined;
+  // a held client whose connection dies emits 'error'; unheard, that would crash the process
+  const onError = (error: Error) => (broken = error);
+  const emitter = client as unknown as { on?(e: 'error', l: (e: Error) => void): void; off?(e: 'error', l: (e: Error) => void): void };
+  emitter.on?.('error', onError);
   try {
     await client.query('BEGIN');
     const result = await fn(client);
@@ -38,7 +42,8 @@ export async function withTransaction<T>(
     });
     throw error;
   } finally {
-    // a client whose ROLLBACK failed is unusable: destroy it rather than return it to the pool
+    emitter.off?.('error', onError);
+    // a client whose connection failed is unusable: destroy it rather than return it to the pool
     client.release(broken ?? false);
   }
 }

