@@ -125,5 +125,5 @@ export async function extendLease(
   const extended = await leaseExtendMany(executor, resolveTable(options), [
     { id: token.id, leaseVersion: token.leaseVersion, leaseMs },
   ]);
-  return extended.has(token.id);
+  return extended.has(`${token.id}@${token.leaseVersion}`);
 }

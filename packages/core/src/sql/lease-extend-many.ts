@@ -13,8 +13,8 @@ export interface ExtendItem {
 
 /**
  * Heartbeat: extends many leases in one fenced statement (`status = 'processing' AND
- * lease_version = $version` per row). Returns the ids that were extended, with their new
- * `lease_until`; a missing id lost its lease. Locks only the rows it updates.
+ * lease_version = $version` per row). Returns the tokens that were extended (`id@version`),
+ * with their new `lease_until`; a missing token lost its lease. Locks only the rows it updates.
  */
 export async function leaseExtendMany(
   executor: Executor,
@@ -22,7 +22,7 @@ export async function leaseExtendMany(
   items: readonly ExtendItem[],
 ): Promise<Map<string, Date>> {
   if (items.length === 0) return new Map();
-  const rows = await execute<{ id: string; lease_until: Date }>(
+  const rows = await execute<{ id: string; version: string; lease_until: Date }>(
     executor,
     sql`
       UPDATE ${tableRef(table)} AS t
@@ -30,8 +30,8 @@ export async function leaseExtendMany(
       FROM unnest(${items.map((i) => i.id)}::bigint[], ${items.map((i) => i.leaseVersion)}::bigint[],
                   ${items.map((i) => i.leaseMs)}::float8[]) AS f(id, version, lease_ms)
       WHERE t.id = f.id AND t.status = 'processing' AND t.lease_version = f.version
-      RETURNING t.id, t.lease_until
+      RETURNING t.id, f.version, t.lease_until
     `,
   );
-  return new Map(rows.map((r) => [String(r.id), r.lease_until]));
+  return new Map(rows.map((r) => [`${r.id}@${r.version}`, r.lease_until]));
 }

@@ -53,7 +53,7 @@ export async function leaseFinalizeMany(
     maxAges.push(tr.to === 'pending' ? tr.maxAgeMs : null);
   }
   const t = tableRef(table);
-  const rows = await execute<{ id: string; status: TaskStatus }>(
+  const rows = await execute<{ id: string; version: string; status: TaskStatus }>(
     executor,
     sql`
       UPDATE ${t} AS t
@@ -80,9 +80,13 @@ export async function leaseFinalizeMany(
         JOIN ${t} AS c ON c.id = u.id
       ) AS f
       WHERE t.id = f.id AND t.status = 'processing' AND t.lease_version = f.version
-      RETURNING t.id, t.status
+      RETURNING t.id, f.version, t.status
     `,
   );
-  const won = new Map(rows.map((r) => [String(r.id), r.status]));
-  return items.map(({ id }) => ({ id, won: won.has(id), status: won.get(id) ?? null }));
+  // keyed by id and token: one batch may carry a stale and a current token for the same id
+  const won = new Map(rows.map((r) => [`${r.id}@${r.version}`, r.status]));
+  return items.map(({ id, leaseVersion }) => {
+    const status = won.get(`${id}@${leaseVersion}`);
+    return { id, won: status !== undefined, status: status ?? null };
+  });
 }

@@ -80,9 +80,13 @@ function toInsert<P>(task: TaskDefinition<P>, item: EnqueueItem<P>): TaskInsert 
     throw new PayloadValidationError(task.name, error);
   }
   if (payloadJson === undefined) throw new PayloadValidationError(task.name, new Error('payload is not JSON-serializable'));
-  // jsonb cannot store U+0000 (an odd run of backslashes before u0000 is the escape itself)
+  // jsonb cannot store U+0000 or a lone surrogate. JSON.stringify writes both as \u escapes (an
+  // odd run of backslashes; an even run is an escaped backslash followed by plain text).
   if (/(?<!\\)(?:\\\\)*\\u0000/.test(payloadJson)) {
     throw new PayloadValidationError(task.name, new Error('payload contains a NUL character (\\u0000), which PostgreSQL jsonb cannot store'));
+  }
+  if (/(?<!\\)(?:\\\\)*\\ud[89a-f][0-9a-f]{2}/i.test(payloadJson)) {
+    throw new PayloadValidationError(task.name, new Error('payload contains a lone UTF-16 surrogate, which PostgreSQL jsonb cannot store'));
   }
   if (task.ordered && (item.groupKey === undefined || item.groupKey === '')) {
     throw new ConfigError('groupKey', `Task "${task.name}" is ordered: enqueue needs a \`groupKey\``);

@@ -58,6 +58,6 @@ export class Heartbeat {
       this.#onError(toError(error));
       return;
     }
-    for (const item of items) if (!extended.has(item.id)) this.#onLost(item);
+    for (const item of items) if (!extended.has(`${item.id}@${item.leaseVersion}`)) this.#onLost(item);
   }
 }

@@ -300,7 +300,7 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
         const extended = await leaseExtendMany(this.#o.pool, this.#o.table, [
           { id: f.task.id, leaseVersion: f.task.leaseVersion, leaseMs },
         ]);
-        if (!extended.has(f.task.id)) {
+        if (!extended.has(`${f.task.id}@${f.task.leaseVersion}`)) {
           this.#leaseLost(f.task);
           throw f.controller.signal.reason as LeaseLostError;
         }
