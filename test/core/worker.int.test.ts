@@ -293,7 +293,9 @@ describe('the worker', () => {
         reason = await abortedWith(ctx.signal);
       },
     });
-    const worker = track(createWorker({ pool: t.pool, tasks: [longOne], pollInterval: 50, heartbeatInterval: 50 }));
+    const warnings: string[] = [];
+    const logger = { warn: (message: string) => void warnings.push(message), error: () => undefined };
+    const worker = track(createWorker({ pool: t.pool, tasks: [longOne], pollInterval: 50, heartbeatInterval: 50, logger }));
     const { id } = await enqueue(t.pool, longOne, {});
     await worker.start();
     await started.wait;
@@ -304,6 +306,7 @@ describe('the worker', () => {
     await expect.poll(() => reason).toBeInstanceOf(LeaseLostError);
     expect(await markDone(t.pool, { id, leaseVersion: lost.task.leaseVersion })).toBe(false);
     expect((await readTask(t.db, id)).status).toBe('processing');
+    expect(warnings).toEqual([expect.stringContaining(`lost lease: lease lost on task ${id}`)]); // logged, not only emitted
     await worker.stop();
   });
 });

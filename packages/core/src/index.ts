@@ -80,7 +80,7 @@ export { createWorker, type Worker, type WorkerOptions } from './task/create-wor
 
 // the worker runtime, for any leased table
 export { createLeaseWorker, LeaseWorker, type StopOptions } from './worker/lease-worker.js';
-export type { LeaseWorkerOptions } from './worker/lease-worker-options.js';
+export type { LeaseWorkerOptions, WorkerLogger } from './worker/lease-worker-options.js';
 export type { HandlerContext } from './worker/handler-context.js';
 export type { CommitHook } from './worker/finalizer.js';
 export type { WorkerEventMap } from './worker/events.js';

@@ -7,6 +7,7 @@ import { taskCheckpoint } from '../sql/task-checkpoint.js';
 import type { PgPoolLike } from '../sql/transaction.js';
 import type { HandlerContext } from '../worker/handler-context.js';
 import { createLeaseWorker, type LeaseWorker } from '../worker/lease-worker.js';
+import type { WorkerLogger } from '../worker/lease-worker-options.js';
 import type { TaskContext, TaskDefinition } from './define-task.js';
 import { prepareInserts, validatePayload } from './enqueue.js';
 
@@ -32,6 +33,8 @@ export interface WorkerOptions {
   heartbeatInterval?: Duration;
   /** Wake on LISTEN/NOTIFY. @defaultValue true */
   listen?: boolean;
+  /** Where lost leases and unheard worker errors are logged; `null` for events only. @defaultValue console */
+  logger?: WorkerLogger | null;
 }
 
 /** A worker for typed tasks; see {@link LeaseWorker} for its lifecycle and events. */
@@ -72,6 +75,7 @@ export function createWorker(options: WorkerOptions): Worker {
     pollInterval: options.pollInterval,
     heartbeatInterval: options.heartbeatInterval,
     listen: options.listen,
+    logger: options.logger,
     names: [...byName.keys()],
     lease: Math.max(...[...byName.values()].map((d) => d.settings.leaseMs)),
     leaseMsByName: new Map([...byName].map(([name, d]) => [name, d.settings.leaseMs])),

@@ -41,6 +41,17 @@ export interface LeaseWorkerOptions<Row> extends RunOptions {
   leaseMsByName?: ReadonlyMap<string, number>;
   /** Wait for notifications on a dedicated connection. @defaultValue true */
   listen?: boolean;
+  /**
+   * Where lost leases (warn) and unheard worker errors (error) are logged, besides the events;
+   * `null` for events only. @defaultValue console
+   */
+  logger?: WorkerLogger | null;
+}
+
+/** The two log levels a worker writes. `console` fits. */
+export interface WorkerLogger {
+  warn(message: string, meta?: object): void;
+  error(message: string, meta?: object): void;
 }
 
 /** Checked, frozen options. @internal */
@@ -59,6 +70,7 @@ export interface NormalizedLeaseWorkerOptions<Row> {
   readonly settingsFor: (task: Claimed<Row>) => RunSettings;
   readonly leaseMsByName: ReadonlyMap<string, number> | undefined;
   readonly listen: boolean;
+  readonly logger: WorkerLogger | null;
 }
 
 /** Validates every option before anything touches the database. @internal */
@@ -98,5 +110,6 @@ export function normalizeLeaseWorkerOptions<Row>(options: LeaseWorkerOptions<Row
     settingsFor: options.settingsFor ?? (() => settings),
     leaseMsByName: options.leaseMsByName,
     listen: options.listen ?? true,
+    logger: options.logger === undefined ? console : options.logger,
   });
 }

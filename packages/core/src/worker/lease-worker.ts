@@ -281,7 +281,7 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
         : await this.#finalizer.submit(item);
     if (!result.won) {
       const error = new LeaseLostError(f.task.id, f.task.leaseVersion, `finalize refused: task ${f.task.id} lease_version ${f.task.leaseVersion} moved on`);
-      safeEmit(this, 'task:lease-lost', { task: f.task, error });
+      this.#reportLeaseLost(f.task, error);
     }
     return result;
   }
@@ -314,10 +314,18 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
     if (!f || f.controller.signal.aborted) return;
     const error = new LeaseLostError(token.id, token.leaseVersion);
     f.controller.abort(error);
-    safeEmit(this, 'task:lease-lost', { task: f.task, error });
+    this.#reportLeaseLost(f.task, error);
+  }
+
+  // The effect may already have happened; whoever owns the task now repeats it, and the task id
+  // lets downstream deduplicate. Never silent: an event, and a log line.
+  #reportLeaseLost(task: Claimed<Row>, error: LeaseLostError): void {
+    this.#o.logger?.warn(`[leasehold] lost lease: ${error.message}`, { id: task.id, leaseVersion: task.leaseVersion, owner: this.owner });
+    safeEmit(this, 'task:lease-lost', { task, error });
   }
 
   #error(error: Error): void {
+    if (this.listenerCount('worker:error') === 0) this.#o.logger?.error(`[leasehold] worker ${this.owner}: ${error.message}`, { error });
     safeEmit(this, 'worker:error', { error });
   }
 }
