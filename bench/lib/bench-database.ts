@@ -2,7 +2,7 @@
 // so nothing else on that server is touched.
 import os from 'node:os';
 import pg from 'pg';
-import { migrate } from '@leasehold/core';
+import { migrate } from '@leasehold/outbox';
 
 /** Schema every workload's tables live in, inside the bench database. */
 export const BENCH_SCHEMA = 'leasehold';
@@ -28,18 +28,11 @@ export async function dropBenchDatabase(serverUrl: string, name: string): Promis
   await withClient(serverUrl, (c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
 }
 
-/** Empties the bench schema by recreating it with every migration line. */
+/** Empties the bench schema by recreating it: core's task table and the outbox table. */
 export async function resetSchema(pool: pg.Pool): Promise<void> {
   await pool.query(`DROP SCHEMA IF EXISTS ${BENCH_SCHEMA} CASCADE`);
+  // the outbox's migrate applies core's migration line first
   await migrate(pool, { schema: BENCH_SCHEMA });
-  for (const extra of extraMigrations) await extra(pool);
-}
-
-const extraMigrations: ((pool: pg.Pool) => Promise<unknown>)[] = [];
-
-/** Lets a workload add a package's migration line to {@link resetSchema} (e.g. the outbox). */
-export function addMigration(fn: (pool: pg.Pool) => Promise<unknown>): void {
-  if (!extraMigrations.includes(fn)) extraMigrations.push(fn);
 }
 
 /** Flushes dirty buffers so a timed section does not pay for an earlier one's checkpoint. */

@@ -3,6 +3,7 @@
 // to the runner over IPC (messages with a `type`).
 import { enqueue, enqueueMany } from '@leasehold/core';
 import { noop } from './bench-task.js';
+import { startDispatcher } from './child-dispatcher.js';
 import { startWorker } from './child-worker.js';
 import { createPool, type ChildOptions } from './child-options.js';
 
@@ -83,6 +84,8 @@ async function main(): Promise<void> {
       return latencyProducer(options);
     case 'worker':
       return startWorker(options, send);
+    case 'dispatcher':
+      return startDispatcher(options, send);
     default:
       throw new Error(`unknown role ${role}`);
   }
@@ -100,7 +103,7 @@ async function fail(error: unknown): Promise<void> {
 process.on('unhandledRejection', (e) => void fail(e));
 main().then(
   () => {
-    if (role !== 'worker') process.exit(0);
+    if (role !== 'worker' && role !== 'dispatcher') process.exit(0);
   },
   (e: unknown) => void fail(e),
 );

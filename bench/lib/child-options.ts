@@ -1,5 +1,6 @@
 // What the runner passes to a child process, and the pool every child builds from it.
 import pg from 'pg';
+import { CHILD_APPLICATION_NAME } from './server-cpu.js';
 
 export interface ChildOptions {
   /** Bench database. */
@@ -10,6 +11,10 @@ export interface ChildOptions {
   readonly chunk?: number;
   readonly rate?: number;
   readonly concurrency?: number;
+  /** Worker: most tasks per claim statement (default: the library's). */
+  readonly batch?: number;
+  /** Worker: tasks claimed ahead beyond the running ones (default: the library's). */
+  readonly prefetch?: number;
   /** Worker: report every handler start (latency). */
   readonly reportStarts?: boolean;
   /** Worker: handlers wait until stopped instead of returning at once (heartbeat). */
@@ -22,7 +27,7 @@ export interface ChildOptions {
 
 /** A pool on the bench database; every child opens its connections before the clock starts. */
 export function createPool(options: ChildOptions, max: number): pg.Pool {
-  const pool = new pg.Pool({ connectionString: options.url, max });
+  const pool = new pg.Pool({ connectionString: options.url, max, application_name: CHILD_APPLICATION_NAME });
   pool.on('error', (e) => console.error(`[bench child pool] ${e.message}`));
   return pool;
 }

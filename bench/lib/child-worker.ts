@@ -4,6 +4,7 @@ import { createWorker } from '@leasehold/core';
 import type pg from 'pg';
 import { noopWith } from './bench-task.js';
 import { createPool, type ChildOptions } from './child-options.js';
+import { serveConsumer } from './child-serve.js';
 
 type Send = (message: Record<string, unknown>) => Promise<void>;
 
@@ -15,15 +16,17 @@ function statementKind(text: string): string {
   return 'other';
 }
 
+type QueryArg = string | { text: string };
+
 /** Counts every statement sent through `pool.query` (the worker's claim, finalize, heartbeat). */
 function countStatements(pool: pg.Pool) {
   const counts: Record<string, number> = {};
   const heartbeats: { t: number; rows: number }[] = [];
-  const query = pool.query.bind(pool) as (text: string, values?: unknown[]) => Promise<pg.QueryResult>;
-  (pool as unknown as { query: typeof query }).query = async (text: string, values?: unknown[]) => {
-    const kind = statementKind(text);
+  const query = pool.query.bind(pool) as (arg: QueryArg, values?: unknown[]) => Promise<pg.QueryResult>;
+  (pool as unknown as { query: typeof query }).query = async (arg: QueryArg, values?: unknown[]) => {
+    const kind = statementKind(typeof arg === 'string' ? arg : arg.text);
     counts[kind] = (counts[kind] ?? 0) + 1;
-    const result = await query(text, values);
+    const result = await query(arg, values);
     if (kind === 'heartbeat') heartbeats.push({ t: performance.now(), rows: result.rowCount ?? 0 });
     return result;
   };
@@ -37,7 +40,6 @@ function countStatements(pool: pg.Pool) {
 }
 
 export async function startWorker(options: ChildOptions, send: Send): Promise<void> {
-  const concurrency = options.concurrency ?? 8;
   const pool = createPool(options, 10);
   await Promise.all(Array.from({ length: 4 }, () => pool.query('SELECT 1')));
   const counter = options.countStatements ? countStatements(pool) : undefined;
@@ -52,38 +54,27 @@ export async function startWorker(options: ChildOptions, send: Send): Promise<vo
       if (options.hold) await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve, { once: true }));
     },
   });
-  const worker = createWorker({ pool, tasks: [task], schema: options.schema, concurrency });
+  const worker = createWorker({
+    pool,
+    tasks: [task],
+    schema: options.schema,
+    concurrency: options.concurrency ?? 8,
+    ...(options.batch === undefined ? {} : { batch: options.batch }),
+    ...(options.prefetch === undefined ? {} : { prefetch: options.prefetch }),
+  });
   worker.on('worker:error', ({ error }) => console.error(`[bench worker] ${error.message}`));
   worker.on('task:lease-lost', () => void lost++);
-
-  let reported = -1;
-  const timer = setInterval(() => {
-    if (handled === reported) return;
-    reported = handled;
-    process.send!({ type: 'count', n: handled });
-  }, 5);
-
-  process.on('message', (m: { type: string }) => {
-    void (async () => {
-      if (m.type === 'go') {
-        await worker.start();
-        await send({ type: 'started' });
-      } else if (m.type === 'stats') {
-        await send({ type: 'stats', inFlight: worker.inFlightCount, lost, ...counter?.snapshot() });
-      } else if (m.type === 'reset-stats') {
-        counter?.reset();
-        await send({ type: 'stats-reset' });
-      } else if (m.type === 'stop') {
-        clearInterval(timer);
+  await serveConsumer(
+    {
+      start: () => worker.start(),
+      stop: async () => {
         await worker.stop({ timeout: '10s' });
         await pool.end();
-        await send({ type: 'stopped', handled, lost });
-        process.exit(0);
-      }
-    })().catch(async (error: unknown) => {
-      await send({ type: 'error', message: error instanceof Error ? error.message : String(error) });
-      process.exit(1);
-    });
-  });
-  await send({ type: 'ready' });
+      },
+      handled: () => handled,
+      stats: () => ({ inFlight: worker.inFlightCount, lost, ...counter?.snapshot() }),
+      resetStats: () => counter?.reset(),
+    },
+    send,
+  );
 }

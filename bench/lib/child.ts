@@ -8,7 +8,13 @@ export type ChildMessage = { readonly type: string } & Record<string, unknown>;
 
 const CHILD_MAIN = fileURLToPath(new URL('./child-main.ts', import.meta.url));
 // children import @leasehold/* from source, like the tests, so no build is needed
-const EXEC_ARGV = ['--conditions=@leasehold/source', '--import', import.meta.resolve('tsx')];
+const EXEC_ARGV = [
+  '--conditions=@leasehold/source',
+  '--import',
+  import.meta.resolve('tsx'),
+  // profiling: BENCH_CPU_PROF=<dir> writes a .cpuprofile per child (open it in Chrome DevTools)
+  ...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []),
+];
 const live = new Set<ChildProcess>();
 
 /** Kills every child still running (the runner calls it on exit and on SIGINT). */

@@ -15,7 +15,7 @@ export interface BenchConfig {
   readonly keepDatabase: boolean;
   readonly enqueueSingle: { readonly n: number; readonly clients: number };
   readonly enqueueBulk: { readonly n: number; readonly chunk: number };
-  readonly process: { readonly n: number; readonly concurrency: number };
+  readonly process: { readonly n: number; readonly concurrency: number; readonly prefetch: number; readonly batch: number };
   readonly latency: { readonly n: number; readonly rate: number; readonly settleMs: number };
   readonly outbox: { readonly n: number; readonly aggregates: number; readonly concurrency: number };
   readonly heartbeat: { readonly tasks: number; readonly leaseMs: number; readonly measureMs: number };
@@ -32,6 +32,12 @@ export const USAGE = `usage: npm run bench -- [--quick] [--rounds N] [--only w1,
                         [--database NAME] [--keep-database]
 env: DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test): the server; the bench
      creates (and afterwards drops) its own database there, leasehold_bench by default.`;
+
+function envInt(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const value = env[name] === undefined ? fallback : Number(env[name]);
+  if (!Number.isInteger(value) || value < 0) throw new Error(`${name} must be a non-negative integer`);
+  return value;
+}
 
 export function parseBenchArgs(argv: readonly string[], env: NodeJS.ProcessEnv): BenchConfig | 'help' {
   const { values } = parseArgs({
@@ -64,10 +70,11 @@ export function parseBenchArgs(argv: readonly string[], env: NodeJS.ProcessEnv):
     keepDatabase: values['keep-database'],
     enqueueSingle: { n: 5000 / div, clients: 8 },
     enqueueBulk: { n: 50_000 / div, chunk: 1000 },
-    process: { n: 20_000 / div, concurrency: 8 },
+    // the worker's throughput settings (prefetch defaults to 0: claim only what can run now)
+    process: { n: 20_000 / div, concurrency: 8, prefetch: envInt(env, 'BENCH_PREFETCH', 192), batch: envInt(env, 'BENCH_BATCH', 100) },
     latency: { n: 500 / div, rate: 50, settleMs: quick ? 300 : 1000 },
     outbox: { n: 20_000 / div, aggregates: 1000 / div, concurrency: 8 },
-    heartbeat: { tasks: 1000 / div, leaseMs: 3000, measureMs: quick ? 2500 : 6000 },
+    heartbeat: { tasks: 1000 / div, leaseMs: 3000, measureMs: quick ? 3500 : 6000 },
     claimCost: { finished: 1_000_000 / div, pending: 100_000 / div, drain: 20_000 / div, loops: 4, batch: 50 },
   };
 }

@@ -50,9 +50,9 @@ export const heartbeat: Workload = {
       const beats = stats.heartbeats;
       const first = beats[0];
       const last = beats[beats.length - 1];
-      // rate from the first to the last heartbeat seen, so a window that is not a whole number
-      // of ticks does not skew it
-      const perMs = beats.length > 1 && first && last ? (beats.length - 1) / (last.t - first.t) : NaN;
+      // ticks between the first and the last heartbeat seen (timer drift stays well under a
+      // tick), so a window that is not a whole number of ticks does not skew the figure
+      const ticks = first && last ? Math.round((last.t - first.t) / intervalMs) + 1 : NaN;
       const other = Object.entries(stats.counts)
         .filter(([k]) => k !== 'heartbeat')
         .reduce((a, [, v]) => a + v, 0);
@@ -66,8 +66,8 @@ export const heartbeat: Workload = {
       ].filter(Boolean);
       return {
         values: {
-          perTick: perMs * intervalMs,
-          perSecond: perMs * 1000,
+          perTick: beats.length / ticks,
+          perSecond: first && last && beats.length > 1 ? ((beats.length - 1) / (last.t - first.t)) * 1000 : NaN,
           rowsPerStatement: rows,
           otherPerSecond: (other / measureMs) * 1000,
         },

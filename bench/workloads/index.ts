@@ -4,6 +4,7 @@ import { claimCost } from './claim-cost.js';
 import { enqueueBulk, enqueueSingle } from './enqueue.js';
 import { heartbeat } from './heartbeat.js';
 import { latency } from './latency.js';
+import { outboxOrdered, outboxUnordered } from './outbox.js';
 import { process1x8, process2x4 } from './process.js';
 
 export const WORKLOADS: readonly Workload[] = [
@@ -12,6 +13,8 @@ export const WORKLOADS: readonly Workload[] = [
   process1x8,
   process2x4,
   latency,
+  outboxUnordered,
+  outboxOrdered,
   heartbeat,
   claimCost,
 ];

@@ -1,11 +1,12 @@
-// Processing throughput: N no-op tasks preloaded, then workers started; the clock runs from
-// "go" until the database shows no pending or processing task.
+// Processing throughput: N no-op tasks preloaded, then worker processes started; the clock runs
+// from "go" until the database shows no pending or processing task.
 import { enqueueMany } from '@leasehold/core';
 import { BENCH_SCHEMA, settle } from '../lib/bench-database.js';
 import { noop } from '../lib/bench-task.js';
-import { Child } from '../lib/child.js';
+import type { BenchConfig } from '../lib/options.js';
 import type { BenchContext, RoundResult, Workload } from '../lib/workload.js';
-import { childOptions, countByStatus, freshSchema, sleep, unfinished } from './common.js';
+import { childOptions, countByStatus, freshSchema, unfinished } from './common.js';
+import { CPU_METRICS, drain } from './drain.js';
 
 /** Enqueues `n` bench tasks 1,000 per call (not timed). */
 export async function preload(ctx: BenchContext, n: number): Promise<void> {
@@ -16,65 +17,34 @@ export async function preload(ctx: BenchContext, n: number): Promise<void> {
 }
 
 async function processRound(ctx: BenchContext, procs: number): Promise<RoundResult> {
-  const { n, concurrency } = ctx.config.process;
+  const { n, concurrency, prefetch, batch } = ctx.config.process;
   await freshSchema(ctx);
   await preload(ctx, n);
   await settle(ctx.admin, { analyze: true });
-  const per = concurrency / procs;
-  const counts = new Array<number>(procs).fill(0);
-  let total = 0;
-  let onProgress = () => {};
-  const workers = counts.map(
-    (_, k) =>
-      new Child('worker', { ...childOptions(ctx, { concurrency: per }) }).on('count', (m) => {
-        counts[k] = Number(m.n);
-        total = counts.reduce((a, b) => a + b, 0);
-        onProgress();
-      }),
-  );
-  try {
-    await Promise.all(workers.map((w) => w.next('ready')));
-    const allHandled = new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`only ${total}/${n} handled after 120 s`)), 120_000);
-      onProgress = () => {
-        if (total >= n) {
-          clearTimeout(timer);
-          resolve();
-        }
-      };
-    });
-    const t0 = process.hrtime.bigint();
-    for (const w of workers) w.send({ type: 'go' });
-    await allHandled;
-    const deadline = Date.now() + 60_000;
-    while ((await unfinished(ctx.admin)) > 0) {
-      if (Date.now() > deadline) throw new Error('tasks still unfinished 60 s after all were handled');
-      await sleep(2);
-    }
-    const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
-    const done = (await countByStatus(ctx.admin)).done ?? 0;
-    return {
-      values: { rate: n / seconds },
-      check: total === n && done === n ? 'ok' : `handled ${total}, done ${done}, expected ${n}`,
-      details: { seconds },
-    };
-  } finally {
-    await Promise.all(workers.map((w) => w.stop()));
-  }
+  const options = childOptions(ctx, { concurrency: concurrency / procs, prefetch, batch });
+  const r = await drain(ctx, { role: 'worker', n, children: Array.from({ length: procs }, () => options), unfinished: () => unfinished(ctx.admin) });
+  const done = (await countByStatus(ctx.admin)).done ?? 0;
+  return {
+    values: { rate: r.rate, clientCpu: r.clientCpu, serverCpu: r.serverCpu },
+    check: r.handled === n && done === n ? 'ok' : `handled ${r.handled}, done ${done}, expected ${n}`,
+    details: { seconds: r.seconds },
+  };
 }
+
+const settings = (c: BenchConfig) => `prefetch ${c.process.prefetch}, batch ${c.process.batch}, pool 10`;
 
 export const process1x8: Workload = {
   name: 'process-1x8',
   description: (c) =>
-    `${c.process.n.toLocaleString('en-US')} preloaded no-op tasks, 1 worker process (createWorker, concurrency ${c.process.concurrency}, pool 10); ` +
+    `${c.process.n.toLocaleString('en-US')} preloaded no-op tasks, 1 worker process (createWorker: concurrency ${c.process.concurrency}, ${settings(c)}); ` +
     `from "go" until none is pending or processing`,
-  metrics: [{ key: 'rate', label: 'process no-op, 1 process × 8', unit: 'jobs/s', target: { op: '>=', value: 22_000 } }],
+  metrics: [{ key: 'rate', label: 'process no-op, 1 process × 8', unit: 'jobs/s', target: { op: '>=', value: 22_000 } }, ...CPU_METRICS],
   round: (ctx) => processRound(ctx, 1),
 };
 
 export const process2x4: Workload = {
   name: 'process-2x4',
-  description: () => 'the same with 2 worker processes × concurrency 4',
-  metrics: [{ key: 'rate', label: 'process no-op, 2 processes × 4', unit: 'jobs/s' }],
+  description: (c) => `the same with 2 worker processes × concurrency ${c.process.concurrency / 2} (${settings(c)} each)`,
+  metrics: [{ key: 'rate', label: 'process no-op, 2 processes × 4', unit: 'jobs/s' }, ...CPU_METRICS],
   round: (ctx) => processRound(ctx, 2),
 };
