@@ -11,7 +11,8 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 /** One JSON line a worker process printed. */
 export interface WorkerEvent {
   readonly pid: number;
-  readonly e: 'ready' | 'started' | 'stopped' | 'ok' | 'lost' | 'retry' | 'dead' | 'error' | 'heartbeat-failed' | 'pool-error';
+  readonly e: 'ready' | 'started' | 'stopped' | 'ok' | 'lost' | 'retry' | 'dead' | 'error' | 'heartbeat-failed' | 'pool-error' | 'log';
+  readonly level?: 'warn' | 'error';
   readonly id?: string;
   readonly v?: number;
   readonly via?: 'finalize' | 'heartbeat';

@@ -53,10 +53,17 @@ function report(scenario: string, tally: FaultTally, faults: Record<string, numb
   });
 }
 
-/** The fleet ended cleanly: no crash, no unhandled rejection, nothing on stderr. */
+/**
+ * The fleet ended cleanly: no crash, no unhandled rejection, nothing on stderr. And no lost
+ * lease went unlogged: each `task:lease-lost` came with a warning from the worker's logger.
+ */
 function expectNoCrash(f: Fleet): void {
   expect(f.crashes(), 'worker processes that crashed or wrote to stderr').toEqual([]);
   expect(f.live).toEqual([]);
+  const warned = new Set(f.events.filter((e) => e.e === 'log' && e.level === 'warn').map((e) => `${e.pid}:${e.id}@${e.v}`));
+  const killed = new Set(f.exits.filter((x) => x.killed).map((x) => x.pid));
+  const unlogged = f.events.filter((e) => e.e === 'lost' && !killed.has(e.pid) && !warned.has(`${e.pid}:${e.id}@${e.v}`));
+  expect(unlogged, 'lost leases without a log line').toEqual([]);
 }
 
 const random = (min: number, max: number) => min + Math.random() * (max - min);

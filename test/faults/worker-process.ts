@@ -78,8 +78,18 @@ const worker = createLeaseWorker<TaskRow>({
   pollInterval: Number(values.poll),
   handlerTimeout: handlerTimeoutMs,
   backoff: { base: 50, cap: 500 },
+  // the worker's log lines become events too: stderr is kept for crashes
+  logger: {
+    warn: (message, meta) => print({ e: 'log', level: 'warn', message, ...logMeta(meta) }),
+    error: (message) => print({ e: 'log', level: 'error', message }),
+  },
   handle,
 });
+
+function logMeta(meta: object | undefined): { id?: string; v?: number } {
+  const m = (meta ?? {}) as { id?: unknown; leaseVersion?: unknown };
+  return { id: typeof m.id === 'string' ? m.id : undefined, v: typeof m.leaseVersion === 'number' ? m.leaseVersion : undefined };
+}
 worker.on('task:succeeded', ({ task }) => print({ e: 'ok', id: task.id, v: task.leaseVersion }));
 worker.on('task:lease-lost', ({ task, error }) =>
   // the finalize path says "finalize refused"; the heartbeat path found the token moved on
