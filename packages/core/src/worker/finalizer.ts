@@ -2,6 +2,7 @@ import type { LeasedTable } from '../leased-table.js';
 import { toError } from '../errors.js';
 import type { Executor } from '../sql/execute.js';
 import { leaseFinalizeMany, type FinalizeItem, type FinalizeResult } from '../sql/lease-finalize-many.js';
+import { leaseReadState, type LeaseState } from '../sql/lease-read-state.js';
 import { withTransaction, type TransactionHandle, type TransactionSource } from '../sql/transaction.js';
 
 /** Work that must commit together with a task's fenced completion (follow-up tasks). */
@@ -68,8 +69,14 @@ export class Finalizer {
         const batch = this.#queue;
         this.#queue = [];
         try {
-          const results = await this.#retrying(() => leaseFinalizeMany(this.#pool, this.#table, batch.map((p) => p.item)));
-          results.forEach((result, i) => batch[i]!.resolve(result));
+          const items = batch.map((p) => p.item);
+          let retried = false;
+          const results = await this.#retrying(
+            () => leaseFinalizeMany(this.#pool, this.#table, items),
+            () => (retried = true),
+          );
+          const settled = retried ? await this.#recheck(items, results) : results;
+          settled.forEach((result, i) => batch[i]!.resolve(result));
         } catch (error) {
           for (const p of batch) p.reject(toError(error));
         }
@@ -79,14 +86,30 @@ export class Finalizer {
     }
   }
 
+  // After a failed attempt, the first copy may have committed with its reply lost: the fence
+  // then refuses the repeat. A row still at our token and in the status we wrote is ours
+  // (only a claim moves the token; reap can also write dead at it, and then the row is dead anyway).
+  async #recheck(items: readonly FinalizeItem[], results: FinalizeResult[]): Promise<FinalizeResult[]> {
+    const refused = results.filter((r) => !r.won).map((r) => r.id);
+    if (refused.length === 0) return results;
+    const now = await leaseReadState(this.#pool, this.#table, refused).catch(() => new Map<string, LeaseState>());
+    return results.map((result, i) => {
+      const item = items[i]!;
+      const state = now.get(item.id);
+      const landed = !result.won && state?.leaseVersion === item.leaseVersion && state.status === item.transition.to;
+      return landed ? { id: item.id, won: true, status: state.status } : result;
+    });
+  }
+
   // A finalize is safe to repeat: the fence makes a second copy lose. Retry through short
   // outages; past that the lease expires and another worker runs the task again.
-  async #retrying<T>(write: () => Promise<T>): Promise<T> {
+  async #retrying<T>(write: () => Promise<T>, onRetry: () => void = () => undefined): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       try {
         return await write();
       } catch (error) {
         if (attempt >= 6) throw toError(error);
+        onRetry();
         this.#onError(toError(error));
         await new Promise((r) => setTimeout(r, Math.min(5_000, 100 * 2 ** attempt) * Math.random()));
       }

@@ -25,6 +25,8 @@ interface InFlight<Row> {
   readonly controller: AbortController;
   readonly hooks: CommitHook[];
   startedAt: number;
+  /** The handler is done and its fenced write is under way: that write's result decides. */
+  writing: boolean;
 }
 
 /** Options of {@link LeaseWorker.stop}. */
@@ -81,7 +83,8 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
       table,
       intervalMs: this.#o.heartbeatIntervalMs,
       inFlight: () => [...this.#inFlight.values()].map((f) => ({ id: f.task.id, leaseVersion: f.task.leaseVersion, leaseMs: f.settings.leaseMs })),
-      onLost: (token) => this.#leaseLost(token),
+      // a tick that raced a task's own fenced write is no news: the write reports the truth
+      onLost: (token) => this.#inFlight.get(tokenKey(token))?.writing || this.#leaseLost(token),
       onError: (error) => safeEmit(this, 'heartbeat:failed', { error }),
     });
     this.#listener = this.#o.listen
@@ -187,7 +190,14 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
   /** Takes charge of a claimed task: runs it now if a slot is free, else buffers it. */
   #accept(task: Claimed<Row>): void {
     this.#idle = false;
-    const f: InFlight<Row> = { task, settings: this.#o.settingsFor(task), controller: new AbortController(), hooks: [], startedAt: 0 };
+    const f: InFlight<Row> = {
+      task,
+      settings: this.#o.settingsFor(task),
+      controller: new AbortController(),
+      hooks: [],
+      startedAt: 0,
+      writing: false,
+    };
     this.#inFlight.set(tokenKey(task), f);
     safeEmit(this, 'task:claimed', { task });
     if (this.#state !== 'running') {
@@ -210,6 +220,7 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
   async #life(f: InFlight<Row>): Promise<void> {
     try {
       const { thrown, threw } = await this.#runHandler(f);
+      f.writing = true;
       await this.#finish(f, thrown, threw);
     } finally {
       this.#inFlight.delete(tokenKey(f.task));
