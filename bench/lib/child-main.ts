@@ -14,21 +14,55 @@ const send = (message: Record<string, unknown>) => new Promise<void>((resolve) =
 const [, , role = '', json = '{}'] = process.argv;
 const options = JSON.parse(json) as ChildOptions;
 
+/** Waits for the runner's next message of `type`. */
+function message(type: string): Promise<void> {
+  return new Promise((resolve) => {
+    const on = (m: { type: string }) => {
+      if (m.type !== type) return;
+      process.off('message', on);
+      resolve();
+    };
+    process.on('message', on);
+  });
+}
+
+/**
+ * The timed section of a producer: 'ready' (connections open, code warm) → the runner samples
+ * the backends' CPU and says 'go' → `work` → 'result' with this process's CPU → the runner
+ * samples again and says 'stop'. Connections stay open until then, so their backends are counted.
+ */
+async function timed(work: () => Promise<Record<string, unknown>>, close: () => Promise<void>): Promise<void> {
+  const go = message('go');
+  await send({ type: 'ready' });
+  await go;
+  const cpu = process.cpuUsage();
+  const t0 = now();
+  const result = await work();
+  const ns = now() - t0;
+  const used = process.cpuUsage(cpu);
+  const stop = message('stop');
+  await send({ type: 'result', ns, cpuMs: (used.user + used.system) / 1000, ...result });
+  await stop;
+  await close();
+}
+
 /** `n` single enqueues, each its own transaction, from `clients` concurrent loops. */
 async function enqueueSingle({ n = 0, clients = 8 }: ChildOptions): Promise<void> {
   const pool = createPool(options, clients + 2);
   const warmup = clients * 2;
   await Promise.all(range(warmup).map((k) => enqueue(pool, noop, { i: -1 - k }, { schema: options.schema })));
   let next = 0;
-  const t0 = now();
-  await Promise.all(
-    range(clients).map(async () => {
-      for (let i = next++; i < n; i = next++) await enqueue(pool, noop, { i }, { schema: options.schema });
-    }),
+  await timed(
+    async () => {
+      await Promise.all(
+        range(clients).map(async () => {
+          for (let i = next++; i < n; i = next++) await enqueue(pool, noop, { i }, { schema: options.schema });
+        }),
+      );
+      return { warmup };
+    },
+    () => pool.end(),
   );
-  const ns = now() - t0;
-  await pool.end();
-  await send({ type: 'result', ns, warmup });
 }
 
 /** `n` tasks through `enqueueMany`, `chunk` per call, calls one after another. */
@@ -39,11 +73,13 @@ async function enqueueBulk({ n = 0, chunk = 1000 }: ChildOptions): Promise<void>
   const batches = range(Math.ceil(n / chunk)).map((b) =>
     range(Math.min(chunk, n - b * chunk)).map((k) => ({ payload: { i: b * chunk + k } })),
   );
-  const t0 = now();
-  for (const items of batches) await enqueueMany(pool, noop, items, { schema: options.schema });
-  const ns = now() - t0;
-  await pool.end();
-  await send({ type: 'result', ns, warmup });
+  await timed(
+    async () => {
+      for (const items of batches) await enqueueMany(pool, noop, items, { schema: options.schema });
+      return { warmup };
+    },
+    () => pool.end(),
+  );
 }
 
 /**

@@ -114,3 +114,27 @@ export async function runChild(role: string, options: Record<string, unknown>, t
     await child.stop();
   }
 }
+
+/**
+ * Runs a producer child through its timed section (see `timed` in child-main.ts) and returns
+ * its 'result' plus the CPU its PostgreSQL backends used meanwhile.
+ */
+export async function runTimedChild(
+  role: string,
+  options: Record<string, unknown>,
+  sampleServerCpu: () => Promise<Map<number, number>>,
+): Promise<{ result: ChildMessage; serverCpuMs: number; measured: boolean }> {
+  const child = new Child(role, options);
+  try {
+    await child.next('ready');
+    const before = await sampleServerCpu();
+    child.send({ type: 'go' });
+    const result = await child.next('result');
+    const after = await sampleServerCpu();
+    let serverCpuMs = 0;
+    for (const [pid, end] of after) serverCpuMs += end - (before.get(pid) ?? 0);
+    return { result, serverCpuMs, measured: after.size > 0 };
+  } finally {
+    await child.stop();
+  }
+}

@@ -92,21 +92,30 @@ async function restore(ctx: BenchContext, state: TableState): Promise<void> {
 export async function explainClaim(ctx: BenchContext, table: LeasedTable<TaskRow>, batch: number): Promise<string> {
   let text = '';
   let values: unknown[] = [];
-  // leaseClaim compiles its statement for a plain pg executor; this one only records it
-  await leaseClaim({ query: async (t, v) => ((text = t), (values = v ?? []), { rows: [], rowCount: 0 }) }, table, {
-    owner: 'explain',
-    batch,
-    leaseMs: 60_000,
-  });
-  const client = await ctx.admin.connect();
-  try {
-    await client.query('BEGIN');
-    const plan = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN (ANALYZE, BUFFERS) ${text}`, values);
-    return plan.rows.map((r) => r['QUERY PLAN']).join('\n');
-  } finally {
-    await client.query('ROLLBACK');
-    client.release();
-  }
+  // leaseClaim compiles its statement for a plain pg executor; this one only records it (as
+  // text + values, or as a named query config)
+  const recorder = {
+    query: async (arg: string | { text: string; values?: unknown[] }, v?: unknown[]) => {
+      text = typeof arg === 'string' ? arg : arg.text;
+      values = (typeof arg === 'string' ? v : arg.values) ?? [];
+      return { rows: [], rowCount: 0 };
+    },
+  };
+  await leaseClaim(recorder, table, { owner: 'explain', batch, leaseMs: 60_000 });
+  const explain = async (generic: boolean) => {
+    const client = await ctx.admin.connect();
+    try {
+      await client.query('BEGIN');
+      // the worker prepares the claim: after five runs PostgreSQL may use the generic plan
+      if (generic) await client.query('SET LOCAL plan_cache_mode = force_generic_plan');
+      const plan = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN (ANALYZE, BUFFERS) ${text}`, values);
+      return plan.rows.map((r) => r['QUERY PLAN']).join('\n');
+    } finally {
+      await client.query('ROLLBACK');
+      client.release();
+    }
+  };
+  return `-- custom plan (these parameters)\n${await explain(false)}\n-- generic plan (a prepared statement after five runs)\n${await explain(true)}`;
 }
 
 export const claimCost: Workload = {
