@@ -61,8 +61,6 @@ export interface FaultTally {
   staleRefused: number;
   /** Stale owners stopped by their heartbeat before they tried to finalize. */
   staleAborted: number;
-  /** `task:lease-lost` reported for a token whose write did commit (a false alarm; see below). */
-  misreportedLost: number;
   /** Takeovers of a lease that had expired. */
   takeovers: number;
   /** Longest wait between a lease's expiry and its takeover, in ms (database time). */
@@ -73,8 +71,8 @@ export interface FaultTally {
  * Checks the end state against the guarantees, given what the workers reported:
  * every task done exactly once; every effect recorded, at most once per claim, the final
  * claim's included; every duplicate effect from a claim whose lease moved on; no claim of a live
- * lease; every reported success is the committed one; every reported refusal really was stale
- * (except false alarms for the committed token itself, which are counted).
+ * lease; every reported success is the committed one; every reported refusal really was stale,
+ * never a false alarm for a token whose own write committed.
  */
 export async function checkFaultOutcome(db: Kysely<object>, events: readonly WorkerEvent[]): Promise<FaultTally> {
   const tasks = (await sql<{ id: string; status: string; v: number }>`
@@ -116,22 +114,20 @@ export async function checkFaultOutcome(db: Kysely<object>, events: readonly Wor
     expect(dones.some((d) => d.id === ok.id && d.old_version === ok.v), `reported success ${ok.id}@${ok.v} is the committed done`).toBe(true);
   }
   const refusals = events.filter((x) => x.e === 'lost');
-  // A lease-lost report for a token whose own fenced write committed is a false alarm, not a
-  // stale write: the heartbeat raced the task's write (or a finalize was retried after its
-  // commit's acknowledgement was lost). The database is right; the report is counted, not hidden.
+  // no false alarm: a token whose own fenced write committed is never reported lost (a heartbeat
+  // tick racing the write, or a finalize retried after its reply was lost, must see that)
   const misreported = refusals.filter((r) => finalized.has(`${r.id}:${r.v}`));
-  for (const r of refusals.filter((x) => !misreported.includes(x))) {
+  expect(misreported, 'lease-lost reported for a token whose own write committed').toEqual([]);
+  for (const r of refusals) {
     // the refused token really was stale: the task went on under a later token
     expect(finalVersion.get(r.id!)!, `refused ${r.id}@${r.v} (${r.via}) was stale`).toBeGreaterThan(r.v!);
   }
-  const stale = refusals.filter((r) => !misreported.includes(r));
   return {
     tasks: tasks.length,
     lost,
     duplicates: staleEffects.length,
-    staleRefused: stale.filter((r) => r.via === 'finalize').length,
-    staleAborted: stale.filter((r) => r.via === 'heartbeat').length,
-    misreportedLost: misreported.length,
+    staleRefused: refusals.filter((r) => r.via === 'finalize').length,
+    staleAborted: refusals.filter((r) => r.via === 'heartbeat').length,
     takeovers: takeovers.length,
     maxTakeoverLagMs: Math.round(Math.max(0, ...takeovers.map((c) => Number(c.lag_ms)))),
   };

@@ -46,7 +46,6 @@ function report(scenario: string, tally: FaultTally, faults: Record<string, numb
     duplicates: tally.duplicates,
     'stale-refused': tally.staleRefused,
     'stale-aborted': tally.staleAborted,
-    'misreported-lost': tally.misreportedLost,
     takeovers: tally.takeovers,
     'max-takeover-lag-ms': tally.maxTakeoverLagMs,
     lost: tally.lost,
