@@ -32,6 +32,7 @@ export {
 export { execute, type Executor, type PgQueryable } from './sql/execute.js';
 export {
   withTransaction,
+  inTransaction,
   type TransactionSource,
   type TransactionHandle,
   type KyselyTransactionSource,
@@ -49,6 +50,11 @@ export {
 export { leaseFinalizeMany, type FinalizeItem, type FinalizeResult } from './sql/lease-finalize-many.js';
 export { leaseExtendMany, type ExtendItem } from './sql/lease-extend-many.js';
 export { leaseLockGroups } from './sql/lease-lock-groups.js';
+// operations a person runs on any leased table: monitoring, dead letters, retention
+export { leaseStats, type LeaseStats } from './sql/lease-stats.js';
+export { leaseDeadList, type DeadRow, type DeadFields, type DeadListPage } from './sql/lease-dead-list.js';
+export { leaseRetryDeadMany, leaseSkipDeadMany, type DeadResolution } from './sql/lease-resolve-dead-many.js';
+export { leasePurgeDone } from './sql/lease-purge-done.js';
 export {
   claim,
   markDone,

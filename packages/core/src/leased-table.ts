@@ -4,7 +4,8 @@ import { validateIdentifier } from './identifier.js';
  * A table the lease machinery can drive. It must carry the lease columns of the core `task`
  * table: `id`, `status`, `priority`, `group_key`, `available_at`, `attempts`, `max_attempts`,
  * `lease_owner`, `lease_until`, `lease_version`, `last_error`, `created_at`, `done_at`,
- * plus a name column (what handlers are chosen by) and `payload`.
+ * plus a name column (what handlers are chosen by) and `payload`. The dead-letter operations
+ * (`leaseRetryDeadMany`, `leaseSkipDeadMany`) also write `resolution` and `resolved_at`.
  */
 export interface LeasedTable<Row = Record<string, unknown>> {
   /** Validated schema name. */

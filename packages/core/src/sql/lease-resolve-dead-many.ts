@@ -1,0 +1,100 @@
+import { sql, type RawBuilder } from 'kysely';
+import type { LeasedTable } from '../leased-table.js';
+import type { TaskStatus } from '../task-status.js';
+import { execute, type Executor } from './execute.js';
+import { tableRef } from './table-ref.js';
+
+/** What a retry or skip of dead rows did with each id it was given. */
+export interface DeadResolution {
+  /** Ids that were dead and were changed, ascending. */
+  readonly changed: string[];
+  /**
+   * Ids that were left alone, ascending: `status` null means no such row; otherwise the row was
+   * not dead (its status as read by the statement).
+   */
+  readonly rejected: ReadonlyArray<{ readonly id: string; readonly status: TaskStatus | null }>;
+}
+
+/**
+ * Sends dead rows back to `pending`, due now, with `attempts` reset to 0, `resolution =
+ * 'retried: <reason>'` and `resolved_at = now()`: a person fixed the cause. `last_error` keeps
+ * the error that killed the row until the next attempt overwrites it; `lease_version` is left
+ * alone (the fencing token never goes back). On an ordered group the row becomes its head again.
+ *
+ * Only rows still `dead` change (guarded in the WHERE, so two people resolving the same id change
+ * it once); every other id comes back in `rejected`, never silently dropped. Locks the changed
+ * rows until the transaction ends. On core's task table, a retried row whose dedup key is live
+ * again violates `task_dedup` (SQLSTATE 23505) and nothing changes. Ids must be positive
+ * integers (as strings); the table needs the `resolution` and `resolved_at` columns.
+ *
+ * @example
+ * const { changed, rejected } = await leaseRetryDeadMany(pool, taskTable(), ['12', '13'], 'SMTP fixed');
+ */
+export async function leaseRetryDeadMany(
+  executor: Executor,
+  table: LeasedTable<unknown>,
+  ids: readonly string[],
+  reason: string,
+): Promise<DeadResolution> {
+  return resolveDeadMany(executor, table, ids, sql`
+    status = 'pending', attempts = 0, available_at = now(),
+    resolution = ${resolution('retried', reason)}, resolved_at = now()`);
+}
+
+/**
+ * Gives up on dead rows on purpose: they become `done` without running, with `resolution =
+ * 'skipped: <reason>'` and `resolved_at = now()`, which unblocks the later rows of an ordered
+ * group. `last_error` keeps why the row died. Only rows still `dead` change; the others come
+ * back in `rejected`. Locks the changed rows until the transaction ends. Ids must be positive
+ * integers (as strings); the table needs the `resolution` and `resolved_at` columns.
+ *
+ * @example
+ * await leaseSkipDeadMany(pool, outbox.table, ['7'], 'replayed by hand');
+ */
+export async function leaseSkipDeadMany(
+  executor: Executor,
+  table: LeasedTable<unknown>,
+  ids: readonly string[],
+  reason: string,
+): Promise<DeadResolution> {
+  return resolveDeadMany(executor, table, ids, sql`
+    status = 'done', done_at = now(), resolution = ${resolution('skipped', reason)}, resolved_at = now()`);
+}
+
+// PostgreSQL text cannot hold NUL; a reason that does must still be recorded
+function resolution(verb: string, reason: string): string {
+  return `${verb}: ${reason}`.replaceAll('\u0000', '\uFFFD');
+}
+
+// `set` is one of the two constant SET lists above, never built from input
+async function resolveDeadMany(
+  executor: Executor,
+  table: LeasedTable<unknown>,
+  ids: readonly string[],
+  set: RawBuilder<unknown>,
+): Promise<DeadResolution> {
+  if (ids.length === 0) return { changed: [], rejected: [] };
+  const t = tableRef(table);
+  const rows = await execute<{ id: string; changed: boolean; status: TaskStatus | null }>(
+    executor,
+    sql`
+      WITH wanted AS (SELECT DISTINCT unnest(${[...ids]}::bigint[]) AS id),
+      changed AS (
+        UPDATE ${t} AS d SET ${set}
+        FROM wanted WHERE d.id = wanted.id AND d.status = 'dead'
+        RETURNING d.id
+      )
+      -- cur is read from the statement's snapshot: for unchanged ids, the status that refused them
+      SELECT w.id, (c.id IS NOT NULL) AS changed, cur.status
+      FROM wanted AS w LEFT JOIN changed AS c ON c.id = w.id LEFT JOIN ${t} AS cur ON cur.id = w.id
+      ORDER BY w.id
+    `,
+  );
+  const changed: string[] = [];
+  const rejected: { id: string; status: TaskStatus | null }[] = [];
+  for (const r of rows) {
+    if (r.changed) changed.push(String(r.id));
+    else rejected.push({ id: String(r.id), status: r.status ?? null });
+  }
+  return { changed, rejected };
+}

@@ -1,0 +1,57 @@
+import { sql } from 'kysely';
+import type { LeasedTable } from '../leased-table.js';
+import type { TaskStatus } from '../task-status.js';
+import { execute, type Executor } from './execute.js';
+import { tableRef } from './table-ref.js';
+
+/** The design article's monitoring queries (its section 6) for one leased table, read in one snapshot. */
+export interface LeaseStats {
+  /** Rows per status (the queue depth); every status is present, 0 when none. */
+  readonly counts: Readonly<Record<TaskStatus, number>>;
+  /**
+   * Age in ms of the oldest unfinished row (pending or processing), counted from its
+   * `created_at` by the database's clock; null when there is none. It grows without bound when
+   * nothing consumes the table. A row scheduled for later counts from its creation too.
+   */
+  readonly oldestPendingAgeMs: number | null;
+  /** Processing rows whose lease has run out (a sign of crashed workers). */
+  readonly expiredLeases: number;
+  /** Unfinished (pending or processing) rows by attempts so far, ascending (a sign of retries piling up). */
+  readonly attempts: ReadonlyArray<{ readonly attempts: number; readonly count: number }>;
+}
+
+/**
+ * Reads {@link LeaseStats} with one statement, so all numbers come from the same snapshot.
+ * Takes no locks. The status count scans every row, finished ones included: purge `done` rows
+ * (see `leasePurgeDone`) to keep it cheap.
+ *
+ * @example
+ * const { counts, oldestPendingAgeMs } = await leaseStats(pool, taskTable());
+ */
+export async function leaseStats(executor: Executor, table: LeasedTable<unknown>): Promise<LeaseStats> {
+  const t = tableRef(table);
+  const [row] = await execute<{
+    counts: Record<string, string> | null; oldest_ms: string | null; expired: string;
+    attempts: Array<{ attempts: number; count: number }> | null;
+  }>(
+    executor,
+    sql`
+      SELECT
+        (SELECT jsonb_object_agg(status, n) FROM (SELECT status, count(*) AS n FROM ${t} GROUP BY status) AS s) AS counts,
+        (SELECT extract(epoch FROM now() - min(created_at)) * 1000 FROM ${t}
+          WHERE status IN ('pending', 'processing')) AS oldest_ms,
+        (SELECT count(*) FROM ${t} WHERE status = 'processing' AND lease_until < now()) AS expired,
+        (SELECT jsonb_agg(jsonb_build_object('attempts', attempts, 'count', n) ORDER BY attempts)
+           FROM (SELECT attempts, count(*) AS n FROM ${t}
+                 WHERE status IN ('pending', 'processing') GROUP BY attempts) AS a) AS attempts
+    `,
+  );
+  const counts: Record<TaskStatus, number> = { pending: 0, processing: 0, done: 0, dead: 0 };
+  for (const [status, n] of Object.entries(row?.counts ?? {})) counts[status as TaskStatus] = Number(n);
+  return {
+    counts,
+    oldestPendingAgeMs: row?.oldest_ms == null ? null : Number(row.oldest_ms),
+    expiredLeases: Number(row?.expired ?? 0),
+    attempts: (row?.attempts ?? []).map((a) => ({ attempts: Number(a.attempts), count: Number(a.count) })),
+  };
+}
