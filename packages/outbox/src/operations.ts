@@ -1,9 +1,40 @@
-import { ConfigError, parseDuration, type Duration, type Executor, type LeasedTable } from '@leasehold/core';
-import type { DeadResolution } from './sql/dead-resolution.js';
-import { outboxDeadList, type DeadMessage } from './sql/outbox-dead-list.js';
-import { outboxPurgeDone } from './sql/outbox-purge-done.js';
-import { outboxRetryDeadMany } from './sql/outbox-retry-dead-many.js';
-import { outboxSkipDeadMany } from './sql/outbox-skip-dead-many.js';
+import {
+  ConfigError,
+  leaseDeadList,
+  leasePurgeDone,
+  leaseRetryDeadMany,
+  leaseSkipDeadMany,
+  parseDuration,
+  type DeadResolution,
+  type Duration,
+  type Executor,
+  type LeasedTable,
+  type LeaseStats,
+} from '@leasehold/core';
+import type { OutboxRow } from './outbox-table.js';
+
+/**
+ * The design article's monitoring queries (section 6) on the outbox, read in one snapshot
+ * (core's `leaseStats`). Its `oldestPendingAgeMs`, the age of the oldest undelivered message,
+ * is the most important outbox metric: it grows without bound when dispatch stops.
+ */
+export type OutboxStats = LeaseStats;
+
+/** A dead message, for a person to look at (the article's dead-letter query). */
+export interface DeadMessage {
+  readonly id: string;
+  readonly aggregateType: string;
+  readonly aggregateId: string;
+  readonly eventType: string;
+  readonly payload: unknown;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly attempts: number;
+  /** Why it died: the publisher's error, "retries exhausted: …", or the reap message. */
+  readonly lastError: string | null;
+  /** Set when it belongs to an ordered aggregate, whose later messages it now blocks. */
+  readonly groupKey: string | null;
+  readonly createdAt: Date;
+}
 
 /** Options of `Outbox.dead`. */
 export interface DeadListOptions {
@@ -31,23 +62,35 @@ export interface PurgeDoneResult {
 }
 
 /** @internal */
-export async function listDead(executor: Executor, table: LeasedTable<unknown>, options: DeadListOptions = {}): Promise<DeadMessage[]> {
+export async function listDead(executor: Executor, table: LeasedTable<OutboxRow>, options: DeadListOptions = {}): Promise<DeadMessage[]> {
   const limit = options.limit ?? 100;
   if (!Number.isInteger(limit) || limit < 1 || limit > 10_000) {
     throw new ConfigError('limit', `Expected \`limit\` to be an integer between 1 and 10000, got ${String(limit)}`);
   }
   const afterId = options.afterId === undefined ? null : checkIds([options.afterId], 'afterId')[0]!;
-  return outboxDeadList(executor, table, { limit, afterId });
+  const rows = await leaseDeadList(executor, table, { limit, afterId });
+  return rows.map((r) => ({
+    id: r.id,
+    aggregateType: r.aggregateType,
+    aggregateId: r.aggregateId,
+    eventType: r.eventType,
+    payload: r.payload,
+    headers: r.headers,
+    attempts: r.attempts,
+    lastError: r.lastError,
+    groupKey: r.groupKey,
+    createdAt: r.createdAt,
+  }));
 }
 
 /** @internal */
 export async function retryDead(executor: Executor, table: LeasedTable<unknown>, ids: readonly string[], reason: string): Promise<DeadResolution> {
-  return outboxRetryDeadMany(executor, table, checkIds(ids, 'ids'), checkReason(reason));
+  return leaseRetryDeadMany(executor, table, checkIds(ids, 'ids'), checkReason(reason));
 }
 
 /** @internal */
 export async function skipDead(executor: Executor, table: LeasedTable<unknown>, ids: readonly string[], reason: string): Promise<DeadResolution> {
-  return outboxSkipDeadMany(executor, table, checkIds(ids, 'ids'), checkReason(reason));
+  return leaseSkipDeadMany(executor, table, checkIds(ids, 'ids'), checkReason(reason));
 }
 
 /** @internal */
@@ -61,7 +104,7 @@ export async function purgeDone(executor: Executor, table: LeasedTable<unknown>,
   let batches = 0;
   // one short statement per batch, so no lock outlives a batch (with a pool executor)
   while (!options.signal?.aborted) {
-    const n = await outboxPurgeDone(executor, table, olderThanMs, batchSize);
+    const n = await leasePurgeDone(executor, table, olderThanMs, batchSize);
     deleted += n;
     batches++;
     if (n < batchSize) break;

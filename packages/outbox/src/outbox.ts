@@ -1,20 +1,26 @@
-import { ConfigError, leaseLockGroups, type Executor, type LeasedTable } from '@leasehold/core';
+import {
+  ConfigError,
+  inTransaction,
+  leaseLockGroups,
+  leaseStats,
+  type DeadResolution,
+  type Executor,
+  type LeasedTable,
+} from '@leasehold/core';
 import { checkEvent, checkMaxAttempts, type OutboxEvent } from './event.js';
-import { inTransaction } from './in-transaction.js';
 import {
   listDead,
   purgeDone,
   retryDead,
   skipDead,
   type DeadListOptions,
+  type DeadMessage,
+  type OutboxStats,
   type PurgeDoneOptions,
   type PurgeDoneResult,
 } from './operations.js';
 import { outboxTable, type OutboxRow } from './outbox-table.js';
-import type { DeadResolution } from './sql/dead-resolution.js';
-import type { DeadMessage } from './sql/outbox-dead-list.js';
 import { outboxInsertMany, type OutboxInsert } from './sql/outbox-insert-many.js';
-import { outboxStats, type OutboxStats } from './sql/outbox-stats.js';
 
 /** Options of {@link createOutbox}. */
 export interface OutboxOptions {
@@ -92,7 +98,7 @@ export function createOutbox(options: OutboxOptions = {}): Outbox {
     return inTransaction(executor, async (trx) => {
       await leaseLockGroups(trx, table, groups);
       return outboxInsertMany(trx, table, rows);
-    });
+    }, 'ordered events lock their aggregate until commit');
   };
 
   return Object.freeze({
@@ -105,7 +111,7 @@ export function createOutbox(options: OutboxOptions = {}): Outbox {
       if (!Array.isArray(events)) throw new ConfigError('events', 'Expected `events` to be an array');
       return insert(executor, events.map((e, i) => toInsert(e, `events[${i}]`)));
     },
-    stats: (executor: Executor) => outboxStats(executor, table),
+    stats: (executor: Executor) => leaseStats(executor, table),
     dead: (executor: Executor, o?: DeadListOptions) => listDead(executor, table, o),
     retryDead: (executor: Executor, ids: readonly string[], reason: string) => retryDead(executor, table, ids, reason),
     skipDead: (executor: Executor, ids: readonly string[], reason: string) => skipDead(executor, table, ids, reason),

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { inTransaction } from './in-transaction.js';
+import { inTransaction } from './transaction.js';
 
 /** A fake pg client that records the statements it is sent. */
 function fakeClient(status: string | null, extra: object = {}) {
@@ -41,5 +41,26 @@ describe('inTransaction on a pg client', () => {
     const old = { connectionParameters: {}, connect: async () => undefined, query: async () => ({ rows: [], rowCount: 0 }) };
     await expect(inTransaction(old, async () => undefined)).rejects.toThrow(/8\.21/);
     await expect(inTransaction({ query: async () => ({ rows: [], rowCount: 0 }) }, async () => undefined)).rejects.toMatchObject({ code: 'CONFIG' });
+  });
+
+  it('says what needs the transaction when it refuses', async () => {
+    await expect(inTransaction(fakeClient(null).client, async () => undefined, 'ordered adds lock until commit'))
+      .rejects.toThrow(/\(ordered adds lock until commit\)$/);
+  });
+});
+
+describe('inTransaction on Kysely', () => {
+  it('joins a transaction, and opens one on an instance', async () => {
+    const opened: string[] = [];
+    const trx = { isTransaction: true, getExecutor: () => undefined };
+    const db = {
+      isTransaction: false,
+      getExecutor: () => undefined,
+      transaction: () => ({ execute: async <R>(cb: (t: typeof trx) => Promise<R>) => (opened.push('trx'), cb(trx)) }),
+    };
+    expect(await inTransaction(trx as never, async (t) => t)).toBe(trx);
+    expect(opened).toEqual([]);
+    expect(await inTransaction(db as never, async (t) => t)).toBe(trx);
+    expect(opened).toEqual(['trx']);
   });
 });
