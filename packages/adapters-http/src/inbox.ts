@@ -1,11 +1,10 @@
 import {
   ConfigError,
+  inTransaction,
   parseDuration,
   validateIdentifier,
-  withTransaction,
   type Duration,
   type Executor,
-  type PgPoolLike,
   type PgQueryable,
   type TransactionSource,
 } from '@leasehold/core';
@@ -74,7 +73,10 @@ export function createInbox(options: InboxOptions = {}): Inbox {
       if (!(await inboxInsert(trx, schema, messageId))) return { applied: false };
       return { applied: true, result: await apply(trx as never) };
     };
-    return inReceiverTransaction(executor, run);
+    // joins the caller's transaction, else opens one; an executor whose state cannot be told is
+    // refused, because a record committed on its own would mark the message received even if
+    // apply then failed
+    return inTransaction(executor, run, 'the inbox record must commit together with what apply writes');
   }
   return Object.freeze({
     schema,
@@ -82,50 +84,6 @@ export function createInbox(options: InboxOptions = {}): Inbox {
     prune: (executor: Executor, { olderThan }: { olderThan: Duration }) =>
       inboxPrune(executor, schema, parseDuration(olderThan, 'olderThan')),
   });
-}
-
-// A pg Client / PoolClient reports the server's transaction status from its last ReadyForQuery:
-// 'I' idle, 'T' in a transaction, 'E' in a failed one; null before its first query or on pg-native.
-interface PgClientLike extends PgQueryable {
-  getTransactionStatus(): string | null;
-}
-
-/**
- * Runs `fn` in the caller's transaction when `executor` is one, else in a new one; refuses an
- * executor whose state it cannot tell, because a record committed on its own would mark the
- * message received even if applying it then failed.
- */
-async function inReceiverTransaction<T>(executor: Executor | TransactionSource, fn: (trx: Executor) => Promise<T>): Promise<T> {
-  const candidate = executor as Partial<PgClientLike & PgPoolLike> & { isTransaction?: unknown; connectionParameters?: unknown };
-  if (typeof candidate.isTransaction === 'boolean') {
-    return candidate.isTransaction ? fn(executor as Executor) : withTransaction(executor as TransactionSource, fn);
-  }
-  if (typeof candidate.getTransactionStatus === 'function') {
-    const status = candidate.getTransactionStatus();
-    if (status === 'T' || status === 'E') return fn(executor as Executor); // 'E': the insert reports the aborted transaction
-    if (status === 'I') return ownTransaction(executor as PgQueryable, fn);
-    throw new ConfigError('executor', 'Cannot tell whether this pg client is in a transaction (pg-native, or no query yet): pass a Kysely instance or transaction, or a pg Pool');
-  }
-  if (candidate.connectionParameters !== undefined) {
-    throw new ConfigError('executor', 'A pg Client must report its transaction state (pg >= 8.21); or pass a Kysely instance or transaction, or a pg Pool');
-  }
-  if (typeof candidate.connect === 'function' && typeof candidate.query === 'function') {
-    return withTransaction(executor as PgPoolLike, fn);
-  }
-  throw new ConfigError('executor', 'Expected a Kysely instance or transaction, a pg Pool, or a pg client');
-}
-
-async function ownTransaction<T>(client: PgQueryable, fn: (trx: Executor) => Promise<T>): Promise<T> {
-  await client.query('BEGIN');
-  try {
-    const result = await fn(client);
-    await client.query('COMMIT');
-    return result;
-  } catch (error) {
-    // the caller's error is the one to report; a connection too broken to roll back fails its next query anyway
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw error;
-  }
 }
 
 function checkMessageId(messageId: unknown): void {
