@@ -104,10 +104,12 @@ describe('leasehold CLI: operations', () => {
     const retried = await runCli(['dead', 'retry', `task:${deadTask}`, '--reason', 'SMTP fixed'], env);
     expect(retried.code).toBe(0);
     expect(retried.stdout).toContain(`retried 1 dead row(s): task:${deadTask}`);
-    const { rows } = await sql<{ status: string; attempts: number; last_error: string }>`
-      SELECT status, attempts, last_error FROM leasehold.task WHERE id = ${deadTask}`.execute(t.db);
-    expect(rows[0]).toMatchObject({ status: 'pending', attempts: 0 });
-    expect(rows[0]!.last_error).toContain('SMTP fixed');
+    // the decision goes to the resolution column, as on the outbox; last_error keeps why it died
+    const { rows } = await sql<{ status: string; attempts: number; last_error: string; resolution: string; resolved: boolean }>`
+      SELECT status, attempts, last_error, resolution, resolved_at IS NOT NULL AS resolved FROM leasehold.task WHERE id = ${deadTask}`.execute(t.db);
+    expect(rows[0]).toEqual({
+      status: 'pending', attempts: 0, last_error: 'retries exhausted: SMTP 451', resolution: 'retried: SMTP fixed', resolved: true,
+    });
 
     const skipped = await runCli(['dead', 'skip', deadMessage, '--table', 'outbox', '--json'], env);
     expect(skipped.code).toBe(0);

@@ -1,4 +1,4 @@
-import { taskTable, type LeasedTable } from '@leasehold/core';
+import { taskTable, type LeasedTable, type TaskRow } from '@leasehold/core';
 import { createOutbox, type Outbox } from '@leasehold/outbox';
 import type { TableName } from './args.js';
 import { CommandError } from './errors.js';
@@ -7,7 +7,7 @@ import type { SchemaTables } from './sql/schema-tables.js';
 /** The leased tables of one schema that exist, in display order (`task`, then `outbox`). */
 export interface LeasedTables {
   readonly schema: string;
-  readonly task: LeasedTable<unknown> | undefined;
+  readonly task: LeasedTable<TaskRow> | undefined;
   /** The outbox's own operations (dead, retryDead, skipDead, purgeDone), when the table exists. */
   readonly outbox: Outbox | undefined;
   /** `[name, table]` of each existing table. */

@@ -1,8 +1,8 @@
+import { leaseDeadList } from '@leasehold/core';
 import type { TableName } from '../args.js';
 import { EXIT_CODES } from '../exit-codes.js';
 import { renderTable } from '../format/table.js';
 import { selectTables, type LeasedTables } from '../leased-tables.js';
-import { taskDeadList } from '../sql/task-dead-list.js';
 import type { CommandContext, CommandHandler } from './context.js';
 
 /** One dead row as `leasehold dead list` shows it, from either table. */
@@ -45,7 +45,7 @@ export const deadListCommand: CommandHandler = async (ctx) => {
 
 async function readDead(ctx: CommandContext, tables: LeasedTables, table: TableName, limit: number): Promise<DeadRow[]> {
   if (table === 'task') {
-    const rows = await taskDeadList(ctx.pool, tables.task!, { limit, afterId: null });
+    const rows = await leaseDeadList(ctx.pool, tables.task!, { limit, afterId: null });
     return rows.map((r) => ({
       ref: `task:${r.id}`, table, id: r.id, name: r.name, attempts: r.attempts, lastError: r.lastError,
       groupKey: r.groupKey, createdAt: r.createdAt.toISOString(), payload: r.payload,

@@ -1,12 +1,17 @@
 import { userInfo } from 'node:os';
-import { withTransaction, type Executor, type TaskStatus } from '@leasehold/core';
+import {
+  leaseRetryDeadMany,
+  leaseSkipDeadMany,
+  withTransaction,
+  type Executor,
+  type TaskStatus,
+} from '@leasehold/core';
 import type { TableName } from '../args.js';
 import { CommandError } from '../errors.js';
 import { EXIT_CODES } from '../exit-codes.js';
 import { formatRowRef, parseRowRefs, type RowRef } from '../format/ids.js';
 import { selectTables, type LeasedTables } from '../leased-tables.js';
 import { deadIds } from '../sql/dead-ids.js';
-import { taskResolveDeadMany } from '../sql/task-resolve-dead-many.js';
 import type { CommandContext, CommandHandler } from './context.js';
 
 type Action = 'retry' | 'skip';
@@ -24,7 +29,7 @@ class NothingChanged extends Error {
   }
 }
 
-// the outbox's retryDead / skipDead take at most 10000 ids per call
+// ids per statement, so one array parameter stays small
 const CHUNK = 10_000;
 
 /**
@@ -68,21 +73,14 @@ async function allDead(trx: Executor, tables: LeasedTables, selected: readonly T
 async function resolve(trx: Executor, tables: LeasedTables, action: Action, refs: readonly RowRef[], reason: string): Promise<RowRef[]> {
   const changed: RowRef[] = [];
   const rejected: Rejected[] = [];
-  for (const table of ['task', 'outbox'] as const) {
+  // core's dead-letter statements, alike on both tables: the reason goes to the row's resolution column
+  const statement = action === 'retry' ? leaseRetryDeadMany : leaseSkipDeadMany;
+  for (const [table, leased] of tables.list) {
     const ids = refs.filter((r) => r.table === table).map((r) => r.id);
     for (let i = 0; i < ids.length; i += CHUNK) {
-      const chunk = ids.slice(i, i + CHUNK);
-      if (table === 'task') {
-        for (const row of await taskResolveDeadMany(trx, tables.task!, action, chunk, reason)) {
-          if (row.changed) changed.push({ table, id: row.id });
-          else rejected.push({ ref: { table, id: row.id }, status: row.status });
-        }
-      } else {
-        const outbox = tables.outbox!;
-        const result = action === 'retry' ? await outbox.retryDead(trx, chunk, reason) : await outbox.skipDead(trx, chunk, reason);
-        changed.push(...result.changed.map((id) => ({ table, id })));
-        rejected.push(...result.rejected.map((r) => ({ ref: { table, id: r.id }, status: r.status })));
-      }
+      const result = await statement(trx, leased, ids.slice(i, i + CHUNK), reason);
+      changed.push(...result.changed.map((id) => ({ table, id })));
+      rejected.push(...result.rejected.map((r) => ({ ref: { table, id: r.id }, status: r.status })));
     }
   }
   if (rejected.length > 0) throw new NothingChanged(rejected);

@@ -1,7 +1,7 @@
+import { leasePurgeDone } from '@leasehold/core';
 import type { TableName } from '../args.js';
 import { EXIT_CODES } from '../exit-codes.js';
 import { selectTables } from '../leased-tables.js';
-import { taskPurgeDone } from '../sql/task-purge-done.js';
 import type { CommandHandler } from './context.js';
 
 const BATCH = 1_000;
@@ -22,7 +22,7 @@ export const purgeCommand: CommandHandler = async (ctx) => {
       let n = 0;
       let batch = BATCH;
       while (batch === BATCH && !ctx.signal.aborted) {
-        batch = await taskPurgeDone(ctx.pool, leased, olderThanMs, BATCH);
+        batch = await leasePurgeDone(ctx.pool, leased, olderThanMs, BATCH);
         n += batch;
       }
       deleted.task = n;
