@@ -38,7 +38,7 @@ export {
   type KyselyTransactionSource,
   type PgPoolLike,
 } from './sql/transaction.js';
-export type { Claimed, LeaseFields } from './sql/lease-row.js';
+export { tokenKey, type Claimed, type LeaseFields } from './sql/lease-row.js';
 export {
   leaseClaim,
   compareIds,

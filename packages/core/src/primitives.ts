@@ -5,7 +5,7 @@ import type { Executor } from './sql/execute.js';
 import { leaseClaim } from './sql/lease-claim.js';
 import { leaseExtendMany } from './sql/lease-extend-many.js';
 import { leaseFinalizeMany } from './sql/lease-finalize-many.js';
-import type { Claimed } from './sql/lease-row.js';
+import { tokenKey, type Claimed } from './sql/lease-row.js';
 import { toDead, toDeferred, toDone, toRetry, type Transition } from './transition.js';
 
 /** Which table a primitive works on: core's `task` table in `schema`, or any leased `table`. */
@@ -125,5 +125,5 @@ export async function extendLease(
   const extended = await leaseExtendMany(executor, resolveTable(options), [
     { id: token.id, leaseVersion: token.leaseVersion, leaseMs },
   ]);
-  return extended.has(`${token.id}@${token.leaseVersion}`);
+  return extended.has(tokenKey(token));
 }

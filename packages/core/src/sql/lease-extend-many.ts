@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import type { LeasedTable } from '../leased-table.js';
 import { execute, type Executor } from './execute.js';
 import { tableRef } from './table-ref.js';
+import { tokenKey } from './lease-row.js';
 
 /** One lease to extend. */
 export interface ExtendItem {
@@ -33,5 +34,5 @@ export async function leaseExtendMany(
       RETURNING t.id, f.version, t.lease_until
     `,
   );
-  return new Map(rows.map((r) => [`${r.id}@${r.version}`, r.lease_until]));
+  return new Map(rows.map((r) => [tokenKey({ id: r.id, leaseVersion: r.version }), r.lease_until]));
 }

@@ -4,6 +4,7 @@ import type { TaskStatus } from '../task-status.js';
 import type { Transition } from '../transition.js';
 import { execute, type Executor } from './execute.js';
 import { tableRef } from './table-ref.js';
+import { tokenKey } from './lease-row.js';
 
 /** One row to finalize: the fencing token its claim got, and where it goes. */
 export interface FinalizeItem {
@@ -84,9 +85,9 @@ export async function leaseFinalizeMany(
     `,
   );
   // keyed by id and token: one batch may carry a stale and a current token for the same id
-  const won = new Map(rows.map((r) => [`${r.id}@${r.version}`, r.status]));
+  const won = new Map(rows.map((r) => [tokenKey({ id: r.id, leaseVersion: r.version }), r.status]));
   return items.map(({ id, leaseVersion }) => {
-    const status = won.get(`${id}@${leaseVersion}`);
+    const status = won.get(tokenKey({ id, leaseVersion }));
     return { id, won: status !== undefined, status: status ?? null };
   });
 }

@@ -34,3 +34,11 @@ export function toClaimed<Row>(table: LeasedTable<Row>, raw: Record<string, unkn
     groupKey: (raw.group_key as string | null) ?? null,
   };
 }
+
+/**
+ * `id@lease_version`: how results of batched fenced statements are keyed, since one batch may
+ * carry a stale and the current token of the same row.
+ */
+export function tokenKey(token: { readonly id: string | number; readonly leaseVersion: string | number }): string {
+  return `${token.id}@${token.leaseVersion}`;
+}

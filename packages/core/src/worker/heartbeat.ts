@@ -2,6 +2,7 @@ import { toError } from '../errors.js';
 import type { LeasedTable } from '../leased-table.js';
 import type { Executor } from '../sql/execute.js';
 import { leaseExtendMany, type ExtendItem } from '../sql/lease-extend-many.js';
+import { tokenKey } from '../sql/lease-row.js';
 
 /**
  * Keeps the leases of a worker's in-flight tasks alive: every `intervalMs`, one fenced
@@ -58,6 +59,6 @@ export class Heartbeat {
       this.#onError(toError(error));
       return;
     }
-    for (const item of items) if (!extended.has(`${item.id}@${item.leaseVersion}`)) this.#onLost(item);
+    for (const item of items) if (!extended.has(tokenKey(item))) this.#onLost(item);
   }
 }

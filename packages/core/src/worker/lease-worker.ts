@@ -5,7 +5,7 @@ import { classifyOutcome } from '../outcome.js';
 import { leaseClaim } from '../sql/lease-claim.js';
 import { leaseExtendMany } from '../sql/lease-extend-many.js';
 import type { FinalizeResult } from '../sql/lease-finalize-many.js';
-import type { Claimed } from '../sql/lease-row.js';
+import { tokenKey, type Claimed } from '../sql/lease-row.js';
 import type { LeaseToken } from '../primitives.js';
 import { toReleased, type Transition } from '../transition.js';
 import { transitionFor } from '../transition-for.js';
@@ -15,6 +15,7 @@ import type { HandlerContext } from './handler-context.js';
 import { Heartbeat } from './heartbeat.js';
 import { normalizeLeaseWorkerOptions, type LeaseWorkerOptions, type NormalizedLeaseWorkerOptions } from './lease-worker-options.js';
 import { Listener } from './listener.js';
+import { emitOutcome } from './outcome-event.js';
 import { runUntilAborted } from './run-handler.js';
 import type { RunSettings } from './settings.js';
 import { Wakeup } from './wakeup.js';
@@ -265,22 +266,7 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
       return;
     }
     const result = await this.#write(f, transition);
-    if (!result.won) return;
-    switch (result.status) {
-      case 'done':
-        safeEmit(this, 'task:succeeded', { task, durationMs: performance.now() - f.startedAt });
-        break;
-      case 'pending':
-        if (outcome.kind === 'defer') safeEmit(this, 'task:deferred', { task, delayMs: outcome.delayMs, reason: outcome.reason });
-        else if (outcome.kind === 'retryable' && transition.to === 'pending')
-          safeEmit(this, 'task:retrying', { task, error: outcome.error, delayMs: transition.delayMs });
-        break;
-      case 'dead':
-        safeEmit(this, 'task:dead', { task, error: transition.to === 'done' ? '' : (transition.error ?? 'dead') });
-        break;
-      default:
-        break;
-    }
+    if (result.won) emitOutcome(this, task, outcome, transition, result.status, performance.now() - f.startedAt);
   }
 
   /** Writes a fenced transition; a refusal is reported as a lost lease. */
@@ -311,7 +297,7 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
         const extended = await leaseExtendMany(this.#o.pool, this.#o.table, [
           { id: f.task.id, leaseVersion: f.task.leaseVersion, leaseMs },
         ]);
-        if (!extended.has(`${f.task.id}@${f.task.leaseVersion}`)) {
+        if (!extended.has(tokenKey(f.task))) {
           this.#leaseLost(f.task);
           throw f.controller.signal.reason as LeaseLostError;
         }
@@ -339,10 +325,6 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
     if (this.listenerCount('worker:error') === 0) this.#o.logger?.error(`[leasehold] worker ${this.owner}: ${error.message}`, { error });
     safeEmit(this, 'worker:error', { error });
   }
-}
-
-function tokenKey(token: LeaseToken): string {
-  return `${token.id}@${token.leaseVersion}`;
 }
 
 /** Creates a {@link LeaseWorker}; options are checked here, before anything touches the database. */
