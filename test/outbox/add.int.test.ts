@@ -79,7 +79,6 @@ describe('add', () => {
     for (const kind of ['kysely', 'pg client', 'pg pool'] as const) {
       const t1Added = gate();
       const t1Commit = gate();
-      const commits: string[] = [];
       let t2Added = false;
       // T1 adds, then holds its transaction open until the test lets it commit
       const t1 = withTransaction(kind === 'kysely' ? t.db : t.pool, async (trx) => {
@@ -87,7 +86,7 @@ describe('add', () => {
         t1Added.open();
         await t1Commit.wait;
         return id;
-      }).then((id) => (commits.push(id), id));
+      });
       await t1Added.wait;
       // T2 adds to the same aggregate meanwhile, through each kind of executor
       const t2 = (async () => {
@@ -99,32 +98,36 @@ describe('add', () => {
           id = await outbox.add(client, paid('race')); // no BEGIN: add opens and commits its own
         }
         t2Added = true;
-        commits.push(id);
         return id;
       })();
       await waitForLockWaiter();
       expect(t2Added).toBe(false); // T2 waits on the aggregate lock until T1 commits
       t1Commit.open();
+      // T2 could only insert (and so take its id) after T1's commit released the lock. The order
+      // in which the two promises settle in JS says nothing about commit order, so it is not checked.
       const [id1, id2] = await Promise.all([t1, t2]);
-      expect(commits).toEqual([id1, id2]);
       expect(Number(id1)).toBeLessThan(Number(id2));
     }
   });
 
   it('eight concurrent producers of one aggregate commit in id order', async () => {
     await resetOutbox(t.db);
-    const commits: string[] = [];
-    await Promise.all(
+    // Right after its insert, each producer counts the committed rows of the aggregate with a
+    // smaller id. If every smaller id was already committed then, no smaller id can commit later.
+    const seen = await Promise.all(
       Array.from({ length: 8 }, (_, i) =>
         t.db.transaction().execute(async (trx) => {
           const id = await outbox.add(trx, paid('busy'));
+          const { rows } = await sql<{ n: string }>`
+            SELECT count(*) AS n FROM leasehold.outbox WHERE aggregate_id = ${paid('busy').aggregateId} AND id < ${id}`.execute(trx);
           // vary how long each transaction stays open after its insert
           for (let n = 0; n < (i * 7) % 5; n++) await sql`SELECT 1`.execute(trx);
-          return id;
-        }).then((id) => void commits.push(id)),
+          return { id: Number(id), committedBefore: Number(rows[0]?.n) };
+        }),
       ),
     );
-    expect(commits).toEqual([...commits].sort((a, b) => Number(a) - Number(b)));
+    const ids = seen.map((s) => s.id).sort((a, b) => a - b);
+    for (const { id, committedBefore } of seen) expect(committedBefore).toBe(ids.indexOf(id));
   });
 
   it('an unordered event is not serialised, so its ids need not follow commit order', async () => {
