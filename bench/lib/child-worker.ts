@@ -21,13 +21,15 @@ type QueryArg = string | { text: string };
 /** Counts every statement sent through `pool.query` (the worker's claim, finalize, heartbeat). */
 function countStatements(pool: pg.Pool) {
   const counts: Record<string, number> = {};
-  const heartbeats: { t: number; rows: number }[] = [];
+  const heartbeats: { t: number; rows: number; ms: number }[] = [];
   const query = pool.query.bind(pool) as (arg: QueryArg, values?: unknown[]) => Promise<pg.QueryResult>;
   (pool as unknown as { query: typeof query }).query = async (arg: QueryArg, values?: unknown[]) => {
     const kind = statementKind(typeof arg === 'string' ? arg : arg.text);
     counts[kind] = (counts[kind] ?? 0) + 1;
+    const t0 = performance.now();
     const result = await query(arg, values);
-    if (kind === 'heartbeat') heartbeats.push({ t: performance.now(), rows: result.rowCount ?? 0 });
+    const t = performance.now();
+    if (kind === 'heartbeat') heartbeats.push({ t, rows: result.rowCount ?? 0, ms: t - t0 });
     return result;
   };
   return {

@@ -13,8 +13,8 @@ import { readFileSync } from 'node:fs';
 
 const SCHEMA = 'leasehold';
 const TASK = 'noop';
-const PREFETCH = Number(process.env.LEASEHOLD_PREFETCH ?? 192);
-const BATCH = Number(process.env.LEASEHOLD_BATCH ?? 100);
+const PREFETCH = Number(process.env.LEASEHOLD_PREFETCH ?? 492);
+const BATCH = Number(process.env.LEASEHOLD_BATCH ?? 250);
 
 // Resolve hook: every resolution also matches the "@leasehold/source" condition. Registered
 // after tsx's hooks, so it runs first and hands tsx the extended conditions.

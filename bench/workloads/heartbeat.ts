@@ -2,13 +2,14 @@
 // counted by kind. The heartbeat should be one statement per tick whatever the task count.
 import { settle } from '../lib/bench-database.js';
 import { Child } from '../lib/child.js';
+import { median } from '../lib/stats.js';
 import type { RoundResult, Workload } from '../lib/workload.js';
 import { childOptions, countByStatus, freshSchema, sleep } from './common.js';
 import { preload } from './process.js';
 
 interface Stats {
   counts: Record<string, number>;
-  heartbeats: { t: number; rows: number }[];
+  heartbeats: { t: number; rows: number; ms: number }[];
   inFlight: number;
   lost: number;
 }
@@ -22,6 +23,7 @@ export const heartbeat: Workload = {
     { key: 'perTick', label: 'heartbeat statements per worker per tick', unit: 'stmt', target: { op: '<=', value: 1 } },
     { key: 'perSecond', label: 'heartbeat statements per second', unit: 'stmt/s' },
     { key: 'rowsPerStatement', label: 'leases extended per heartbeat statement', unit: 'rows' },
+    { key: 'statementMs', label: 'heartbeat statement round trip, median', unit: 'ms' },
     { key: 'otherPerSecond', label: 'other worker statements per second while busy', unit: 'stmt/s' },
   ],
   async round(ctx): Promise<RoundResult> {
@@ -69,6 +71,7 @@ export const heartbeat: Workload = {
           perTick: beats.length / ticks,
           perSecond: first && last && beats.length > 1 ? ((beats.length - 1) / (last.t - first.t)) * 1000 : NaN,
           rowsPerStatement: rows,
+          statementMs: median(beats.map((b) => b.ms)),
           otherPerSecond: (other / measureMs) * 1000,
         },
         check: problems.length ? problems.join('; ') : 'ok',
