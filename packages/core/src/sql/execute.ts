@@ -39,16 +39,30 @@ function isKysely(executor: Executor): executor is QueryExecutorProvider {
   return typeof (executor as Partial<QueryExecutorProvider>).getExecutor === 'function';
 }
 
+/** How {@link execute} sends a statement to a `pg` executor. */
+export interface ExecuteOptions {
+  /**
+   * Prepare it once per connection (a named statement) and reuse it. Turn it off for a
+   * statement whose best plan depends on how many rows its arrays hold (`UPDATE … FROM
+   * unnest($1) …`): after five runs PostgreSQL may switch a named statement to a generic plan,
+   * which estimates every `unnest` at 10 rows and can then scan every processing row per item
+   * (the no-op bench fell from thousands of jobs/s to hundreds with a 500-task buffer).
+   * @defaultValue true
+   */
+  readonly prepare?: boolean;
+}
+
 /** Runs one statement on either kind of {@link Executor} and returns its rows. */
-export async function execute<R>(executor: Executor, query: RawBuilder<R>): Promise<R[]> {
+export async function execute<R>(executor: Executor, query: RawBuilder<R>, options: ExecuteOptions = {}): Promise<R[]> {
   if (isKysely(executor)) {
     const result = await query.execute(executor);
     return result.rows;
   }
   const compiled = query.compile(compiler);
   const values = [...compiled.parameters];
-  if (values.length === 0) {
-    // no parameters: simple protocol (allows several statements, e.g. migrations)
+  if (values.length === 0 || options.prepare === false) {
+    // no parameters: simple protocol (allows several statements, e.g. migrations); not
+    // prepared: an unnamed statement, planned for these very values
     return (await executor.query(compiled.sql, values)).rows as R[];
   }
   // named: pg parses and plans it once per connection, then reuses it

@@ -33,6 +33,8 @@ export async function leaseExtendMany(
       WHERE t.id = f.id AND t.status = 'processing' AND t.lease_version = f.version
       RETURNING t.id, f.version, t.lease_until
     `,
+    // planned per call: its best plan depends on how many rows the arrays hold
+    { prepare: false },
   );
   return new Map(rows.map((r) => [tokenKey({ id: r.id, leaseVersion: r.version }), r.lease_until]));
 }

@@ -98,6 +98,11 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
     return this.#inFlight.size;
   }
 
+  /** Tasks whose handler is done and whose fenced write is under way. */
+  get #writing(): number {
+    return this.#inFlight.size - this.#handlers - this.#buffer.length;
+  }
+
   /** Handlers running now (at most `concurrency`). */
   get runningCount(): number {
     return this.#handlers;
@@ -153,7 +158,9 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
   async #claimLoop(): Promise<void> {
     let failures = 0;
     while (this.#state === 'running') {
-      const room = this.#o.concurrency + this.#o.prefetch - this.#handlers - this.#buffer.length;
+      // Tasks whose fenced write is still queued hold capacity beyond one round of
+      // `concurrency`: claims must not outrun the writes, or leases would run out unwritten.
+      const room = this.#o.concurrency + this.#o.prefetch - this.#handlers - this.#buffer.length - Math.max(0, this.#writing - this.#o.concurrency);
       if (room <= 0) {
         await this.#wakeup.wait(this.#o.pollIntervalMs);
         continue;
@@ -225,8 +232,9 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
       await this.#finish(f, thrown, threw);
     } finally {
       this.#inFlight.delete(tokenKey(f.task));
-      // the next task of an ordered group becomes claimable only now
-      if (f.task.groupKey !== null) this.#wakeup.wake();
+      // the next task of an ordered group becomes claimable only now; and a write that held
+      // back claims (see the claim loop) frees capacity
+      if (f.task.groupKey !== null || this.#writing >= this.#o.concurrency) this.#wakeup.wake();
     }
   }
 
