@@ -106,12 +106,23 @@ export async function explainClaim(ctx: BenchContext, table: LeasedTable<TaskRow
     const client = await ctx.admin.connect();
     try {
       await client.query('BEGIN');
-      // the worker prepares the claim: after five runs PostgreSQL may use the generic plan
-      if (generic) await client.query('SET LOCAL plan_cache_mode = force_generic_plan');
-      const plan = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN (ANALYZE, BUFFERS) ${text}`, values);
+      let plan;
+      if (generic) {
+        // the worker prepares the claim, and after five runs PostgreSQL may switch to the
+        // generic plan: show that one too (EXPLAIN EXECUTE takes no bound parameters, so the
+        // values go in as literals; they are numbers and fixed strings)
+        await client.query('SET LOCAL plan_cache_mode = force_generic_plan');
+        await client.query(`PREPARE leasehold_bench_claim AS ${text}`);
+        const literals = values.map((v) => (typeof v === 'number' ? String(v) : `'${String(v).replaceAll("'", "''")}'`));
+        plan = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN (ANALYZE, BUFFERS) EXECUTE leasehold_bench_claim(${literals.join(', ')})`);
+      } else {
+        plan = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN (ANALYZE, BUFFERS) ${text}`, values);
+      }
       return plan.rows.map((r) => r['QUERY PLAN']).join('\n');
     } finally {
       await client.query('ROLLBACK');
+      // a prepared statement outlives the transaction
+      if (generic) await client.query('DEALLOCATE ALL');
       client.release();
     }
   };
