@@ -47,3 +47,10 @@ export function nextEvent<Row, K extends keyof WorkerEventMap<Row>>(
     emitter.on(event, on);
   });
 }
+
+/** A gate a test opens by hand: a handler or publisher awaits it to stay "in flight". */
+export function gate(): { wait: Promise<void>; open: () => void } {
+  let open!: () => void;
+  const wait = new Promise<void>((resolve) => (open = resolve));
+  return { wait, open };
+}

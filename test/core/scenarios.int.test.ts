@@ -15,18 +15,12 @@ import {
   type TaskRow,
 } from '@leasehold/core';
 import { insertTasks, makeDue, readTask, useTestDatabase, waitForLeaseExpiry } from '../fixtures.js';
+import { gate } from '../workers.js';
 
 const t = useTestDatabase();
 
 async function reset(): Promise<void> {
   await sql`TRUNCATE leasehold.task`.execute(t.db);
-}
-
-/** A gate a test opens by hand: a handler awaits it to stay "in flight". */
-function gate(): { wait: Promise<void>; open: () => void } {
-  let open!: () => void;
-  const wait = new Promise<void>((resolve) => (open = resolve));
-  return { wait, open };
 }
 
 describe('the design article, section 7', () => {

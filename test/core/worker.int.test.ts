@@ -13,16 +13,10 @@ import {
   ShutdownError,
 } from '@leasehold/core';
 import { readTask, useTestDatabase } from '../fixtures.js';
-import { nextEvent, useWorkers } from '../workers.js';
+import { gate, nextEvent, useWorkers } from '../workers.js';
 
 const t = useTestDatabase();
 const track = useWorkers();
-
-function gate(): { wait: Promise<void>; open: () => void } {
-  let open!: () => void;
-  const wait = new Promise<void>((resolve) => (open = resolve));
-  return { wait, open };
-}
 
 function abortedWith(signal: AbortSignal): Promise<unknown> {
   return new Promise((resolve) => signal.addEventListener('abort', () => resolve(signal.reason), { once: true }));

@@ -5,17 +5,11 @@ import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { createLeaseWorker, taskTable, type LeaseWorkerOptions, type TaskRow } from '@leasehold/core';
 import { insertTasks, readTask, useTestDatabase } from '../fixtures.js';
-import { nextEvent, useWorkers } from '../workers.js';
+import { gate, nextEvent, useWorkers } from '../workers.js';
 import { summary } from './summary.js';
 
 const t = useTestDatabase();
 const track = useWorkers();
-
-function gate(): { wait: Promise<void>; open: () => void } {
-  let open!: () => void;
-  const wait = new Promise<void>((resolve) => (open = resolve));
-  return { wait, open };
-}
 
 function worker(owner: string, options: Partial<LeaseWorkerOptions<TaskRow>>) {
   return track(

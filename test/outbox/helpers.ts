@@ -29,12 +29,7 @@ export async function readMessages(db: Kysely<object>, ids?: readonly string[]):
   }));
 }
 
-/** A gate a test opens by hand: a publisher awaits it to stay "in flight". */
-export function gate(): { wait: Promise<void>; open: () => void } {
-  let open!: () => void;
-  const wait = new Promise<void>((resolve) => (open = resolve));
-  return { wait, open };
-}
+export { gate } from '../workers.js';
 
 /** Polls `check` until it returns true, or fails after `deadlineMs`. */
 export async function waitUntil(check: () => Promise<boolean> | boolean, what: string, deadlineMs = 20_000): Promise<void> {
