@@ -1,4 +1,3 @@
-import type { Duration } from '../duration.js';
 import { ConfigError, LeaseLostError } from '../errors.js';
 import { taskTable, type TaskRow } from '../leased-table.js';
 import { taskInsertMany } from '../sql/task-insert-many.js';
@@ -7,35 +6,20 @@ import { taskCheckpoint } from '../sql/task-checkpoint.js';
 import type { PgPoolLike } from '../sql/transaction.js';
 import type { HandlerContext } from '../worker/handler-context.js';
 import { createLeaseWorker, type LeaseWorker } from '../worker/lease-worker.js';
-import type { WorkerLogger } from '../worker/lease-worker-options.js';
+import type { LeaseWorkerOptions } from '../worker/lease-worker-options.js';
 import type { TaskContext, TaskDefinition } from './define-task.js';
 import { prepareInserts, validatePayload } from './enqueue.js';
 
-/** Options of {@link createWorker}. */
-export interface WorkerOptions {
-  /** A `pg` pool: queries, plus one connection held for LISTEN. */
-  pool: PgPoolLike;
+/** The worker runtime's options a typed-task worker passes through as they are. */
+type RuntimeOptions = 'pool' | 'owner' | 'concurrency' | 'batch' | 'prefetch' | 'pollInterval' | 'heartbeatInterval' | 'listen' | 'logger';
+
+/** Options of {@link createWorker}: the runtime's (see {@link LeaseWorkerOptions}), plus the tasks. */
+export type WorkerOptions = Pick<LeaseWorkerOptions<TaskRow>, RuntimeOptions> & {
   /** The task types this worker runs; it claims only these names. */
   tasks: readonly TaskDefinition<unknown, unknown>[];
   /** Schema of the task table. @defaultValue 'leasehold' */
   schema?: string;
-  /** Recorded as `lease_owner`. @defaultValue `<hostname>:<pid>:<random>` */
-  owner?: string;
-  /** Most handlers running at once. @defaultValue 8 */
-  concurrency?: number;
-  /** Most tasks per claim statement. @defaultValue `concurrency` */
-  batch?: number;
-  /** Claimed tasks kept ready beyond the running ones, for throughput (their leases run while they wait). @defaultValue 0 */
-  prefetch?: number;
-  /** Poll this often when no notification arrives. @defaultValue '2s' */
-  pollInterval?: Duration;
-  /** Extend in-flight leases this often. @defaultValue a third of the shortest task lease */
-  heartbeatInterval?: Duration;
-  /** Wake on LISTEN/NOTIFY. @defaultValue true */
-  listen?: boolean;
-  /** Where lost leases and unheard worker errors are logged; `null` for events only. @defaultValue console */
-  logger?: WorkerLogger | null;
-}
+};
 
 /** A worker for typed tasks; see {@link LeaseWorker} for its lifecycle and events. */
 export type Worker = LeaseWorker<TaskRow>;
@@ -61,21 +45,14 @@ export function createWorker(options: WorkerOptions): Worker {
     if (byName.has(task.name)) throw new ConfigError('tasks', `Task "${task.name}" is listed twice`);
     byName.set(task.name, task);
   }
-  const table = taskTable(options.schema);
+  const { tasks: _tasks, schema, ...runtime } = options;
+  const table = taskTable(schema);
   const definition = (task: Claimed<TaskRow>) => byName.get(task.name)!;
   const pool = options.pool;
 
   return createLeaseWorker<TaskRow>({
-    pool,
+    ...runtime,
     table,
-    owner: options.owner,
-    concurrency: options.concurrency,
-    batch: options.batch,
-    prefetch: options.prefetch,
-    pollInterval: options.pollInterval,
-    heartbeatInterval: options.heartbeatInterval,
-    listen: options.listen,
-    logger: options.logger,
     names: [...byName.keys()],
     lease: Math.max(...[...byName.values()].map((d) => d.settings.leaseMs)),
     leaseMsByName: new Map([...byName].map(([name, d]) => [name, d.settings.leaseMs])),
@@ -84,7 +61,7 @@ export function createWorker(options: WorkerOptions): Worker {
       const def = definition(task);
       // an invalid payload throws PayloadValidationError: the task goes dead with the message
       const payload = validatePayload(def, task.payload);
-      await def.handler(payload, taskContext(pool, table, task, ctx, options.schema));
+      await def.handler(payload, taskContext(pool, table, task, ctx, schema));
     },
   });
 }
