@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { verifyWebhook, WebhookVerificationError, type Inbox, type WebhookEnvelope } from '@leasehold/adapters-http';
 import type { Kysely } from 'kysely';
 import type { DemoDatabase } from './tables.js';
+import { readBody } from '../shared/read-body.js';
 
 /** What the receiver saw. */
 export interface ReceiverCounters {
@@ -100,14 +101,4 @@ async function handle(
     counters.duplicateLog.push({ eventId: id, worker });
   }
   res.writeHead(200, { 'content-type': 'text/plain' }).end(result.applied ? 'applied' : 'duplicate, already applied');
-}
-
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let body = '';
-    req.setEncoding('utf8');
-    req.on('data', (chunk: string) => (body += chunk));
-    req.on('end', () => resolve(body));
-    req.on('error', reject);
-  });
 }

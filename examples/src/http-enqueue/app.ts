@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { defineTask, enqueue } from '@leasehold/core';
 import type { Generated, Kysely } from 'kysely';
+import { readBody } from '../shared/read-body.js';
 
 export const SCHEMA = 'http_enqueue_example';
 
@@ -69,16 +70,6 @@ function parseSignup(text: string): { email: string; name: string } | undefined 
     // not JSON: a 400 below
   }
   return undefined;
-}
-
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let body = '';
-    req.setEncoding('utf8');
-    req.on('data', (chunk: string) => (body += chunk));
-    req.on('end', () => resolve(body));
-    req.on('error', reject);
-  });
 }
 
 function reply(res: ServerResponse, status: number, body: unknown): void {
