@@ -116,8 +116,18 @@ describe('enqueue inside the application transaction', () => {
     await second.query('BEGIN');
     // blocks on the group's lock until `first` commits, so it can only get a later id
     const pendingB = enqueue(second, ordered, { step: 2 }, { groupKey: 'order-7' });
-    const raced = await Promise.race([pendingB.then(() => 'inserted'), new Promise((r) => setTimeout(() => r('waiting'), 200))]);
-    expect(raced).toBe('waiting');
+    let inserted = false;
+    void pendingB.then(() => (inserted = true));
+    // the second producer is seen waiting on the group's advisory lock, not merely slow
+    await expect
+      .poll(async () => {
+        const { rows } = await sql<{ n: string }>`
+          SELECT count(*) AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+            AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`.execute(t.db);
+        return Number(rows[0]?.n);
+      })
+      .toBe(1);
+    expect(inserted).toBe(false);
     await first.query('COMMIT');
     const b = await pendingB;
     await second.query('COMMIT');
