@@ -71,7 +71,7 @@ export async function dispatchOnce<Row = TaskRow>(
     const outcome = classifyOutcome(thrown, threw);
     const transition = transitionFor(outcome, task, policy);
     const [result] = transition
-      ? await leaseFinalizeMany(executor, table, [{ id: task.id, leaseVersion: task.leaseVersion, transition }])
+      ? await leaseFinalizeMany(executor, table, [{ id: task.id, leaseVersion: task.leaseVersion, transition, groupKey: task.groupKey }])
       : [undefined];
     const won = result?.won ?? false;
     if (!won) {

@@ -11,6 +11,12 @@ export interface FinalizeItem {
   readonly id: string;
   readonly leaseVersion: number;
   readonly transition: Transition;
+  /**
+   * The row's ordering group as its claim returned it: `null` for an unordered row. Leave it
+   * out when unknown; the statement then looks it up (a grouped row that finishes must promote
+   * its group's next row, which takes the group's lock).
+   */
+  readonly groupKey?: string | null;
 }
 
 /** Result per item, in input order. */

@@ -279,7 +279,7 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
 
   /** Writes a fenced transition; a refusal is reported as a lost lease. */
   async #write(f: InFlight<Row>, transition: Transition): Promise<FinalizeResult> {
-    const item = { id: f.task.id, leaseVersion: f.task.leaseVersion, transition };
+    const item = { id: f.task.id, leaseVersion: f.task.leaseVersion, transition, groupKey: f.task.groupKey };
     const result =
       transition.to === 'done' && f.hooks.length > 0
         ? await this.#finalizer.submitWithHooks(item, f.hooks)
