@@ -1,49 +1,7 @@
-// duration.ts imports ConfigError from here; the cycle is safe because both are used only at call time.
 import { MAX_DELAY_MS, parseDuration } from './duration.js';
+import { ERROR_CODES, LeaseholdError, type ErrorCode } from './leasehold-error.js';
 
-/** Stable codes of every error leasehold throws; match on these, not on classes. */
-export const ERROR_CODES = [
-  'CONFIG',
-  'RETRYABLE',
-  'PERMANENT',
-  'DEFER',
-  'LEASE_LOST',
-  'PAYLOAD_VALIDATION',
-  'UNKNOWN_TASK',
-  'HANDLER_TIMEOUT',
-  'SHUTDOWN',
-  'NOT_FOUND',
-] as const;
-
-/** One of {@link ERROR_CODES}. */
-export type ErrorCode = (typeof ERROR_CODES)[number];
-
-/** Base class of every error leasehold throws; `code` is stable across versions. */
-export class LeaseholdError extends Error {
-  readonly code: ErrorCode;
-
-  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.code = code;
-    this.name = new.target.name;
-  }
-}
-
-/**
- * A setting is wrong. Thrown by the call that received it, before any SQL runs.
- *
- * @example
- * throw new ConfigError('lease', 'Expected `lease` to be a positive duration, got -1');
- */
-export class ConfigError extends LeaseholdError {
-  /** The option or argument at fault. */
-  readonly option: string;
-
-  constructor(option: string, message: string) {
-    super('CONFIG', message);
-    this.option = option;
-  }
-}
+export { ERROR_CODES, type ErrorCode, LeaseholdError, ConfigError } from './leasehold-error.js';
 
 /** A transient failure (timeout, 5xx, 429): retried after full-jitter backoff. */
 export class RetryableError extends LeaseholdError {

@@ -22,6 +22,13 @@ export { classifyOutcome, assertNever, describeError, type Outcome, type Outcome
 export { toDone, toRetry, toDeferred, toReleased, toDead, type Transition } from './transition.js';
 export { transitionFor, type RetryPolicy } from './transition-for.js';
 export { validateIdentifier } from './identifier.js';
+// input checks: the limits are public (the READMEs print them); the checks, marked @internal,
+// are what the sibling packages call so that each rule has one source
+export { INPUT_LIMITS, INTEGER_RANGES, type IntegerRange } from './input/limits.js';
+export { checkInteger, checkRowId, isRowId } from './input/integer.js';
+export { checkText, checkName, checkKey, textFault, type TextRule } from './input/text.js';
+export { checkHeaders } from './input/headers.js';
+export { toJsonText } from './input/json.js';
 export {
   defineLeasedTable,
   taskTable,

@@ -1,0 +1,82 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { ConfigError } from '../leasehold-error.js';
+import { toJsonText } from './json.js';
+import { INPUT_LIMITS } from './limits.js';
+import { textFault } from './text.js';
+
+function nested(levels: number): unknown {
+  let value: unknown = 'leaf';
+  for (let i = 0; i < levels; i++) value = i % 2 === 0 ? [value] : { v: value };
+  return value;
+}
+
+function refusal(value: unknown): ConfigError | undefined {
+  try {
+    toJsonText(value, 'events[3].payload');
+  } catch (error) {
+    if (error instanceof ConfigError) return error;
+    throw error;
+  }
+  return undefined;
+}
+
+describe('toJsonText', () => {
+  it('passes JSON through unchanged, escaped backslashes included', () => {
+    expect(toJsonText({ a: [1, 'x'], b: null }, 'payload')).toBe('{"a":[1,"x"],"b":null}');
+    // the six characters \u0000 as text, in a value and in a key, are not a NUL
+    const literal = { s: '\\u0000', '\\u0000': '\\\\u0000', t: '\\ud800' };
+    expect(JSON.parse(toJsonText(literal, 'payload'))).toEqual(literal);
+    expect(toJsonText('😀', 'payload')).toBe('"😀"');
+  });
+
+  it.each([
+    ['NUL in a value', { s: 'a\u0000b' }, /NUL/],
+    ['NUL in a key', { ['k\u0000']: 1 }, /NUL/],
+    ['NUL after an escaped backslash', { s: '\\\u0000' }, /NUL/],
+    ['a lone high surrogate', { s: 'x\ud800' }, /lone UTF-16 surrogate \(\\ud800\)/],
+    ['a lone low surrogate', ['\udc00y'], /lone UTF-16 surrogate \(\\udc00\)/],
+    ['a reversed pair', '\udc00\ud800', /lone/],
+    ['a function', () => 1, /JSON-serialisable, got function/],
+    ['undefined', undefined, /JSON-serialisable, got undefined/],
+    ['a bigint', { n: 1n }, /BigInt/],
+  ])('refuses %s with a ConfigError naming the field, never quoting the value', (_label, value, message) => {
+    const error = refusal(value);
+    expect(error?.option).toBe('events[3].payload');
+    expect(error?.message).toMatch(message);
+    expect(error?.message).not.toContain('a\u0000b');
+  });
+
+  it(`allows ${INPUT_LIMITS.jsonDepth} levels of nesting and refuses one more, however deep`, () => {
+    expect(refusal(nested(INPUT_LIMITS.jsonDepth))).toBeUndefined();
+    expect(refusal(nested(INPUT_LIMITS.jsonDepth + 1))?.message).toMatch(`nested deeper than ${INPUT_LIMITS.jsonDepth} levels`);
+    // deep enough to overflow JSON.stringify itself: the same answer, not a RangeError
+    expect(refusal(nested(200_000))?.message).toMatch(`nested deeper than ${INPUT_LIMITS.jsonDepth} levels`);
+    // brackets inside strings are text
+    expect(refusal({ s: '['.repeat(10_000), t: '{'.repeat(10_000) })).toBeUndefined();
+  });
+
+  it(`allows ${INPUT_LIMITS.jsonBytes} bytes of JSON text and refuses one more`, () => {
+    const fits = 'x'.repeat(INPUT_LIMITS.jsonBytes - 2); // plus two quotes
+    expect(refusal(fits)).toBeUndefined();
+    expect(refusal(`${fits}x`)?.message).toMatch(`at most ${INPUT_LIMITS.jsonBytes} bytes`);
+    // bytes, not characters: 3 bytes each
+    expect(refusal('€'.repeat(Math.ceil(INPUT_LIMITS.jsonBytes / 3)))?.message).toMatch('bytes');
+  });
+
+  it('refuses a string exactly when the text rule does, and round-trips the rest', () => {
+    const unit = fc.oneof(
+      fc.constantFrom('\\', 'u', '0', 'u0000', '\u0000', '\ud800', '\udbff', '\udc00', '\udfff', '"', '[', '{'),
+      fc.integer({ min: 0, max: 0xffff }).map((code) => String.fromCharCode(code)),
+    );
+    fc.assert(
+      fc.property(fc.string({ unit, maxLength: 12 }), fc.string({ unit, maxLength: 4 }), (text, key) => {
+        const value = { [key]: [text] };
+        const refused = refusal(value) !== undefined;
+        expect(refused).toBe(textFault(text) !== undefined || textFault(key) !== undefined);
+        if (!refused) expect(JSON.parse(toJsonText(value, 'payload'))).toEqual(value);
+      }),
+      { numRuns: 2_000 },
+    );
+  });
+});
