@@ -1,5 +1,8 @@
+import { MAX_DELAY_MS, parseDuration, type Duration } from './duration.js';
 import { ConfigError } from './errors.js';
-import { MAX_DELAY_MS, parseDuration, parseInteger, type Duration } from './duration.js';
+import { checkInteger, checkRowId } from './input/integer.js';
+import { INTEGER_RANGES } from './input/limits.js';
+import { checkName } from './input/text.js';
 import { taskTable, type LeasedTable, type TaskRow } from './leased-table.js';
 import type { Executor } from './sql/execute.js';
 import { leaseClaim } from './sql/lease-claim.js';
@@ -39,12 +42,20 @@ export function resolveTable<Row>(options: TableOptions<Row>): LeasedTable<Row> 
   return options.table ?? (taskTable(options.schema) as unknown as LeasedTable<Row>);
 }
 
-/** Checks an owner name. @internal */
+/** Checks an owner name: a name like any other (see `checkName`). @internal */
 export function checkOwner(owner: unknown): string {
-  if (typeof owner !== 'string' || owner.length === 0 || owner.length > 200 || owner.includes('\u0000')) {
-    throw new ConfigError('owner', `Expected \`owner\` to be a non-empty string of at most 200 characters, got ${JSON.stringify(owner)}`);
-  }
-  return owner;
+  return checkName(owner, 'owner');
+}
+
+/**
+ * Checks a claim's name filter. A name that breaks the text rule could not name a task: NUL
+ * would fail the claim statement, and a lone surrogate would match a task named with U+FFFD.
+ * @internal
+ */
+export function checkNames(names: readonly string[] | undefined, option = 'names'): readonly string[] | undefined {
+  if (names === undefined) return undefined;
+  if (!Array.isArray(names)) throw new ConfigError(option, `Expected \`${option}\` to be an array of task names`);
+  return names.map((name, i) => checkName(name, `${option}[${i}]`));
 }
 
 /**
@@ -56,19 +67,18 @@ export function checkOwner(owner: unknown): string {
  */
 export async function claim<Row = TaskRow>(executor: Executor, options: ClaimOptions<Row>): Promise<Claimed<Row>[]> {
   const owner = checkOwner(options.owner);
-  const batch = parseInteger(options.batch, 'batch', 1, 10_000);
+  const batch = checkInteger(options.batch, 'batch', INTEGER_RANGES.batch);
   const leaseMs = parseDuration(options.lease, 'lease');
+  const names = checkNames(options.names);
   const table = resolveTable(options);
-  const { claimed } = await leaseClaim(executor, table, { owner, batch, leaseMs, names: options.names });
+  const { claimed } = await leaseClaim(executor, table, { owner, batch, leaseMs, names });
   return claimed;
 }
 
 /** Checks a fencing token given by a caller: a bigint id and a whole, non-negative version. @internal */
 export function checkToken(token: LeaseToken): LeaseToken {
-  if (typeof token?.id !== 'string' || !/^[1-9][0-9]{0,18}$/.test(token.id)) {
-    throw new ConfigError('id', `Expected the task \`id\` to be a positive integer string, got ${JSON.stringify(token?.id)}`);
-  }
-  parseInteger(token.leaseVersion, 'leaseVersion', 0);
+  checkRowId(token?.id, 'id');
+  checkInteger(token.leaseVersion, 'leaseVersion', INTEGER_RANGES.leaseVersion);
   return token;
 }
 

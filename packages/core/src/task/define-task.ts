@@ -1,5 +1,7 @@
-import { parseInteger } from '../duration.js';
 import { ConfigError } from '../errors.js';
+import { checkInteger } from '../input/integer.js';
+import { INTEGER_RANGES } from '../input/limits.js';
+import { checkName } from '../input/text.js';
 import type { HandlerContext } from '../worker/handler-context.js';
 import { runSettings, type RunOptions, type RunSettings } from '../worker/settings.js';
 import type { EnqueueOptions } from './enqueue-options.js';
@@ -71,7 +73,7 @@ export interface TaskDefinition<P, C = unknown> {
  * });
  */
 export function defineTask<P, C = unknown>(name: string, options: TaskOptions<P, C>): TaskDefinition<P, C> {
-  checkTaskName(name);
+  checkName(name, 'name', 'the task name');
   if (typeof options?.handler !== 'function') {
     throw new ConfigError('handler', `Expected \`handler\` of task "${name}" to be a function`);
   }
@@ -82,22 +84,9 @@ export function defineTask<P, C = unknown>(name: string, options: TaskOptions<P,
     name,
     handler: options.handler,
     validate: options.validate,
-    maxAttempts: parseInteger(options.maxAttempts ?? 12, 'maxAttempts', 1, 1_000_000),
-    priority: checkPriority(options.priority ?? 0),
+    maxAttempts: checkInteger(options.maxAttempts ?? 12, 'maxAttempts', INTEGER_RANGES.maxAttempts),
+    priority: checkInteger(options.priority ?? 0, 'priority', INTEGER_RANGES.priority),
     ordered: options.ordered ?? false,
     settings: runSettings(options),
   });
-}
-
-/** Throws a `ConfigError` for a task name that is empty, too long or not a string. @internal */
-export function checkTaskName(name: unknown): string {
-  if (typeof name !== 'string' || name.length === 0 || name.length > 200 || name.includes('\u0000')) {
-    throw new ConfigError('name', `Expected the task name to be a non-empty string of at most 200 characters, got ${JSON.stringify(name)}`);
-  }
-  return name;
-}
-
-/** Priorities are 32-bit integers. @internal */
-export function checkPriority(priority: unknown): number {
-  return parseInteger(priority, 'priority', -2_147_483_648, 2_147_483_647);
 }

@@ -1,9 +1,13 @@
-import { MAX_DELAY_MS, parseDuration, parseInteger } from '../duration.js';
+import { MAX_DELAY_MS, parseDuration } from '../duration.js';
 import { ConfigError, PayloadValidationError } from '../errors.js';
+import { checkInteger } from '../input/integer.js';
+import { toJsonText } from '../input/json.js';
+import { INTEGER_RANGES } from '../input/limits.js';
+import { checkKey } from '../input/text.js';
 import { taskTable } from '../leased-table.js';
 import type { Executor } from '../sql/execute.js';
 import { taskInsertMany, type InsertedTask, type TaskInsert } from '../sql/task-insert-many.js';
-import { checkPriority, type TaskDefinition } from './define-task.js';
+import type { TaskDefinition } from './define-task.js';
 import type { EnqueueOptions } from './enqueue-options.js';
 
 /** One task for {@link enqueueMany}. */
@@ -72,40 +76,36 @@ function toInsert<P>(task: TaskDefinition<P>, item: EnqueueItem<P>): TaskInsert 
   if (typeof task?.name !== 'string' || typeof task.handler !== 'function') {
     throw new ConfigError('task', 'Expected a task made by defineTask()');
   }
-  const payload = validatePayload(task, item.payload);
-  let payloadJson: string | undefined;
-  try {
-    payloadJson = JSON.stringify(payload);
-  } catch (error) {
-    throw new PayloadValidationError(task.name, error);
-  }
-  if (payloadJson === undefined) throw new PayloadValidationError(task.name, new Error('payload is not JSON-serializable'));
-  // jsonb cannot store U+0000 or a lone surrogate. JSON.stringify writes both as \u escapes (an
-  // odd run of backslashes; an even run is an escaped backslash followed by plain text).
-  if (/(?<!\\)(?:\\\\)*\\u0000/.test(payloadJson)) {
-    throw new PayloadValidationError(task.name, new Error('payload contains a NUL character (\\u0000), which PostgreSQL jsonb cannot store'));
-  }
-  if (/(?<!\\)(?:\\\\)*\\ud[89a-f][0-9a-f]{2}/i.test(payloadJson)) {
-    throw new PayloadValidationError(task.name, new Error('payload contains a lone UTF-16 surrogate, which PostgreSQL jsonb cannot store'));
-  }
+  const payloadJson = payloadText(task, validatePayload(task, item.payload));
   if (task.ordered && (item.groupKey === undefined || item.groupKey === '')) {
     throw new ConfigError('groupKey', `Task "${task.name}" is ordered: enqueue needs a \`groupKey\``);
-  }
-  checkKey(item.groupKey, 'groupKey');
-  checkKey(item.dedupKey, 'dedupKey');
-  if (item.runAt !== undefined && !(item.runAt instanceof Date && Number.isFinite(item.runAt.getTime()))) {
-    throw new ConfigError('runAt', 'Expected `runAt` to be a valid Date');
   }
   return {
     name: task.name,
     payloadJson,
-    priority: item.priority === undefined ? task.priority : checkPriority(item.priority),
-    groupKey: item.groupKey ?? null,
-    dedupKey: item.dedupKey ?? null,
-    maxAttempts: item.maxAttempts === undefined ? task.maxAttempts : parseInteger(item.maxAttempts, 'maxAttempts', 1, 1_000_000),
-    runAt: item.runAt ?? null,
+    priority: item.priority === undefined ? task.priority : checkInteger(item.priority, 'priority', INTEGER_RANGES.priority),
+    groupKey: item.groupKey === undefined ? null : checkKey(item.groupKey, 'groupKey'),
+    dedupKey: item.dedupKey === undefined ? null : checkKey(item.dedupKey, 'dedupKey'),
+    maxAttempts: item.maxAttempts === undefined ? task.maxAttempts : checkInteger(item.maxAttempts, 'maxAttempts', INTEGER_RANGES.maxAttempts),
+    runAt: checkRunAt(item.runAt),
     delayMs: item.delay === undefined ? 0 : parseDuration(item.delay, 'delay', { allowZero: true, max: MAX_DELAY_MS }),
   };
+}
+
+// the payload's JSON text, checked where it enters: a payload jsonb or the publisher would
+// refuse later must never reach the caller's transaction (see toJsonText)
+function payloadText(task: TaskDefinition<unknown>, payload: unknown): string {
+  try {
+    return toJsonText(payload, 'payload');
+  } catch (error) {
+    throw new PayloadValidationError(task.name, error);
+  }
+}
+
+function checkRunAt(runAt: unknown): Date | null {
+  if (runAt === undefined) return null;
+  if (!(runAt instanceof Date && Number.isFinite(runAt.getTime()))) throw new ConfigError('runAt', 'Expected `runAt` to be a valid Date');
+  return runAt;
 }
 
 /** Runs the task's validator, turning its failure into a `PayloadValidationError`. @internal */
@@ -115,15 +115,5 @@ export function validatePayload<P>(task: TaskDefinition<P>, payload: unknown): P
     return task.validate.parse(payload);
   } catch (error) {
     throw new PayloadValidationError(task.name, error);
-  }
-}
-
-/** Longest group or dedup key, in UTF-8 bytes: both are indexed, and index entries are bounded. */
-export const MAX_KEY_BYTES = 1_024;
-
-function checkKey(key: unknown, option: string): void {
-  if (key === undefined) return;
-  if (typeof key !== 'string' || key.length === 0 || key.includes('\u0000') || Buffer.byteLength(key) > MAX_KEY_BYTES) {
-    throw new ConfigError(option, `Expected \`${option}\` to be a non-empty string of at most ${MAX_KEY_BYTES} bytes without NUL`);
   }
 }
