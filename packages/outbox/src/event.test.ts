@@ -30,4 +30,25 @@ describe('checkEvent', () => {
     expect(option({ ...base, maxAttempts: 1.5 })).toBe('event.maxAttempts');
     expect(option({ ...base, payload: null })).toBe('accepted');
   });
+
+  it('applies core\'s text, key and JSON rules to every field, naming it', () => {
+    const option = (event: unknown) => {
+      try {
+        checkEvent(event, 'events[3]');
+      } catch (error) {
+        return (error as { option?: string }).option;
+      }
+      return 'accepted';
+    };
+    expect(option({ ...base, aggregateId: 'a\ud800' })).toBe('events[3].aggregateId');
+    expect(option({ ...base, aggregateId: '€'.repeat(342) })).toBe('events[3].aggregateId'); // 1,026 bytes
+    expect(option({ ...base, eventType: '\udc00Paid' })).toBe('events[3].eventType');
+    expect(option({ ...base, aggregateType: 'order\ud800' })).toBe('events[3].aggregateType');
+    expect(option({ ...base, payload: { s: '\ud800' } })).toBe('events[3].payload');
+    expect(option({ ...base, headers: { 'x-tenant-token': 'a\u0000b' } })).toBe('events[3].headers.x-tenant-token');
+    expect(option({ ...base, headers: { 'x-tenant-token': '\ud800' } })).toBe('events[3].headers.x-tenant-token');
+    expect(option({ ...base, maxAttempts: 1_000_001 })).toBe('events[3].maxAttempts');
+    // the text \u0000 is not a NUL
+    expect(checkEvent({ ...base, payload: { s: '\\u0000' } }).payloadJson).toBe('{"s":"\\\\u0000"}');
+  });
 });
