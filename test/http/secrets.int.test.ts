@@ -3,6 +3,7 @@
 import { inspect } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it, vi, type MockInstance } from 'vitest';
 import { dispatchOnce } from '@leasehold/core';
+import { createDispatcher, createOutbox } from '@leasehold/outbox';
 import {
   generateWebhookSecret,
   httpPublisher,
@@ -13,6 +14,8 @@ import {
   type HttpPublisherOptions,
 } from '@leasehold/adapters-http';
 import { insertTasks, readTask, useTestDatabase } from '../fixtures.js';
+import { readMessages, resetOutbox } from '../outbox/helpers.js';
+import { nextEvent, useWorkers } from '../workers.js';
 import { useTestServer } from './http-server.js';
 import { makeMessage, quiet, rejection } from './message.js';
 
@@ -20,7 +23,10 @@ const server = useTestServer();
 const t = useTestDatabase();
 const secret = generateWebhookSecret();
 const token = `tok_${'s3cr3t'.repeat(6)}`;
-const SECRETS = [secret, secret.slice('whsec_'.length), token];
+// a credential the producer put on the event itself, not on the publisher
+const tenantToken = `tenant_${'t0k3n'.repeat(6)}`;
+const SECRETS = [secret, secret.slice('whsec_'.length), token, tenantToken];
+const track = useWorkers();
 
 /** Everything an error could show: message, stack, data fields and causes, as inspected. */
 function everything(error: unknown): string {
@@ -86,7 +92,7 @@ describe('publisher failure paths', () => {
     echo(200);
     const p = publisher({ headers: () => ({ authorization: `Bearer ${token}\r\nx-injected: 1` }) });
     const error = await rejection(p.publish(makeMessage(), quiet));
-    expect(error.message).toContain('invalid value for header `authorization`');
+    expect(error.message).toContain('header `headers(message).authorization` has a value HTTP cannot carry');
     expectClean(everything(error), 'header error');
   });
 
@@ -139,6 +145,34 @@ describe('publisher failure paths', () => {
     }
   });
 
+  it.each([400, 409, 422, 503])('HTTP %i echoing a credential header of the event itself', async (status) => {
+    echo(status);
+    const message = makeMessage({ headers: { 'x-tenant-token': tenantToken, 'x-trace': 'visible-trace-id' } });
+    const error = await rejection(publisher({ conflict: 'permanent' }).publish(message, quiet));
+    expect(server.requests[0]?.headers['x-tenant-token']).toBe(tenantToken); // it was sent, and echoed
+    expect(error.message).toContain('visible-trace-id'); // other headers are not touched
+    expectClean(everything(error), `HTTP ${status} error`);
+  });
+
+  it('a secret cut in half by the excerpt is still scrubbed', async () => {
+    // the excerpt (60 characters) ends ten characters into the token
+    server.reset((_req, res) => res.writeHead(422).end(`${'x'.repeat(50)}${tenantToken} and more`));
+    const message = makeMessage({ headers: { 'x-tenant-token': tenantToken } });
+    const error = await rejection(publisher({ excerptLength: 60 }).publish(message, quiet));
+    expect(error.message).toContain('[redacted]');
+    expect(everything(error)).not.toContain(tenantToken.slice(0, 10));
+  });
+
+  it('a classify hook that defers with the body as its reason', async () => {
+    echo(200);
+    const message = makeMessage({ headers: { 'x-tenant-token': tenantToken } });
+    const p = publisher({ classify: (r) => ({ kind: 'defer', delay: '1s', reason: r.body }) });
+    const error = await rejection(p.publish(message, quiet));
+    expect(error.code).toBe('DEFER');
+    expectClean(String(error.reason), 'defer reason');
+    expectClean(everything(error), 'defer error');
+  });
+
   it('the publisher object itself, when logged', () => {
     expectClean(inspect(publisher(), { depth: 10, showHidden: true }), 'inspected publisher');
     expectClean(JSON.stringify(publisher()), 'serialised publisher');
@@ -156,6 +190,40 @@ describe('last_error', () => {
       expect(task.lastError).toContain(`HTTP ${status}`);
       expectClean(task.lastError!, `last_error after HTTP ${status}`);
     }
+  });
+});
+
+describe('an outbox event whose own header is a credential, echoed by the receiver', () => {
+  it('never reaches last_error, the events or the logs', async () => {
+    await resetOutbox(t.db);
+    let calls = 0;
+    // first a retryable answer, then a permanent one; both echo the request headers
+    server.reset((req, res) => res.writeHead(++calls === 1 ? 503 : 422).end(`rejected ${JSON.stringify(req.headers)}`));
+    const outbox = createOutbox();
+    const [id] = await outbox.addMany(t.pool, [
+      { aggregateType: 'tenant', aggregateId: 't-1', eventType: 'Billed', payload: { n: 1 }, headers: { 'x-tenant-token': tenantToken }, maxAttempts: 2 },
+    ]);
+    const dispatcher = track(
+      createDispatcher({ pool: t.pool, publisher: publisher(), pollInterval: '50ms', backoff: { base: '1ms', cap: '5ms' } }),
+    );
+    const seen: unknown[] = [];
+    for (const event of ['task:retrying', 'task:dead', 'task:deferred', 'worker:error'] as const) {
+      dispatcher.on(event, (payload) => void seen.push((payload as { error?: unknown; reason?: unknown }).error ?? (payload as { reason?: unknown }).reason));
+    }
+    const dead = nextEvent(dispatcher, 'task:dead', ({ task }) => task.id === id);
+    await dispatcher.start();
+    try {
+      await dead;
+    } finally {
+      await dispatcher.stop();
+    }
+    expect(server.requests.map((r) => r.headers['x-tenant-token'])).toEqual([tenantToken, tenantToken]);
+    const [row] = await readMessages(t.db, [id!]);
+    expect(row).toMatchObject({ status: 'dead', attempts: 2 });
+    expect(row!.lastError).toContain('HTTP 422');
+    expectClean(row!.lastError!, 'last_error');
+    expect(seen).toHaveLength(2);
+    for (const error of seen) expectClean(error instanceof Error ? everything(error) : String(error), 'event');
   });
 });
 

@@ -42,4 +42,22 @@ describe('normalizeHttpPublisherOptions', () => {
     expect(optionAtFault({ url, classify: 'yes' as never })).toBe('classify');
     expect(optionAtFault({ url: () => url })).toBeUndefined();
   });
+
+  it('checks fixed headers once, at construction, naming the header and never showing its value', () => {
+    const url = 'https://example.com/hook';
+    const secret = 'tok_s3cr3t_s3cr3t';
+    for (const value of [`${secret}\u0000`, `${secret}\ud800`, `${secret}\r\nx-injected: 1`, `${secret}€`, 'x'.repeat(8_193)]) {
+      let thrown: unknown;
+      try {
+        normalizeHttpPublisherOptions({ url, headers: { 'x-tenant-token': value } });
+      } catch (error) {
+        thrown = error;
+      }
+      expect(thrown, JSON.stringify(value.slice(-12))).toMatchObject({ code: 'CONFIG', option: 'headers.x-tenant-token' });
+      expect(String((thrown as Error).message)).not.toContain(secret);
+    }
+    expect(optionAtFault({ url, headers: { 'x a': 'v' } })).toBe('headers.x a');
+    expect(optionAtFault({ url, headers: { 'x\u0000': 'v' } })).toBe('headers');
+    expect(optionAtFault({ url, headers: { authorization: 'Bearer abc', 'x-latin': 'é' } })).toBeUndefined();
+  });
 });

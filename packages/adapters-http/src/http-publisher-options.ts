@@ -1,6 +1,7 @@
-import { ConfigError, parseDuration, parseInteger, type Duration } from '@leasehold/core';
+import { checkInteger, ConfigError, INTEGER_RANGES, parseDuration, type Duration } from '@leasehold/core';
 import type { ConflictPolicy, HttpClassification, HttpResponseSummary } from './classify-response.js';
 import { webhookEnvelope } from './envelope.js';
+import { checkHttpHeaders, httpHeaderFault } from './http-headers.js';
 import type { OutboxMessage } from '@leasehold/outbox';
 import { parseWebhookSecrets, secretTexts, type WebhookKey } from './webhook-secret.js';
 
@@ -14,8 +15,10 @@ export interface HttpPublisherOptions {
   /**
    * Extra request headers, fixed or per message; they override the message's own `headers` and
    * are overridden by the ones this publisher owns (content type, idempotency key, signature).
-   * Values of credential-like headers (authorization, cookie, *key*, *token*, *secret*) are
-   * scrubbed from every error text.
+   * Fixed ones are checked here (a `ConfigError` naming `headers.<name>`); computed ones and the
+   * message's own at each publish (a bad one sends the message dead, naming the header). Values
+   * of credential-like headers (authorization, cookie, *key*, *token*, *secret* …), the
+   * message's own included, are scrubbed from every error text.
    */
   headers?: HeadersOption;
   /**
@@ -75,16 +78,16 @@ export function normalizeHttpPublisherOptions(options: HttpPublisherOptions): No
     throw new ConfigError('conflict', `Expected \`conflict\` to be one of ${CONFLICT_POLICIES.join(', ')}, got ${String(conflict)}`);
   }
   const idempotencyHeader = options.idempotencyHeader ?? 'Idempotency-Key';
-  if (!/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(idempotencyHeader)) {
+  if (typeof idempotencyHeader !== 'string' || idempotencyHeader === '' || httpHeaderFault(idempotencyHeader, '') !== undefined) {
     throw new ConfigError('idempotencyHeader', 'Expected `idempotencyHeader` to be a valid header name');
   }
   for (const [name, fn] of [['classify', options.classify], ['body', options.body]] as const) {
     if (fn !== undefined && typeof fn !== 'function') throw new ConfigError(name, `Expected \`${name}\` to be a function`);
   }
-  const staticHeaders = typeof options.headers === 'object' && options.headers !== null ? options.headers : {};
+  const headers = normalizeHeaders(options.headers);
   return Object.freeze({
     url: normalizeUrl(options.url),
-    headers: options.headers,
+    headers,
     hideUrlPath: options.hideUrlPath ?? false,
     timeoutMs: parseDuration(options.timeout ?? '10s', 'timeout'),
     keys: Object.freeze(secrets === undefined ? [] : parseWebhookSecrets(secrets, 'signingSecrets')),
@@ -93,17 +96,24 @@ export function normalizeHttpPublisherOptions(options: HttpPublisherOptions): No
     maxRetryAfterMs: parseDuration(options.maxRetryAfter ?? '1h', 'maxRetryAfter', { allowZero: true }),
     classify: options.classify,
     body: options.body ?? webhookEnvelope,
-    maxBodyBytes: parseInteger(options.maxBodyBytes ?? 16_384, 'maxBodyBytes', 0, 16 * 1024 * 1024),
-    excerptLength: parseInteger(options.excerptLength ?? 500, 'excerptLength', 0, 100_000),
-    scrub: Object.freeze([...(secrets === undefined ? [] : secretTexts(secrets)), ...sensitiveValues(staticHeaders)]),
+    maxBodyBytes: checkInteger(options.maxBodyBytes ?? 16_384, 'maxBodyBytes', INTEGER_RANGES.maxBodyBytes),
+    excerptLength: checkInteger(options.excerptLength ?? 500, 'excerptLength', INTEGER_RANGES.excerptLength),
+    scrub: Object.freeze([
+      ...(secrets === undefined ? [] : secretTexts(secrets)),
+      ...(typeof headers === 'object' ? sensitiveValues(headers) : []),
+    ]),
   });
 }
 
-/** Values of the credential-like headers in `headers`. */
+/**
+ * Texts to scrub for the credential-like headers in `headers`: each value, its JSON-escaped form
+ * (a receiver that echoes the request as JSON writes that), and its longer whitespace-separated
+ * parts (`Bearer <token>`).
+ */
 export function sensitiveValues(headers: Readonly<Record<string, string>>): string[] {
   return Object.entries(headers)
     .filter(([name, value]) => SENSITIVE_HEADER.test(name) && typeof value === 'string')
-    .flatMap(([, value]) => [value, ...value.split(/\s+/).filter((part) => part.length >= 8)]);
+    .flatMap(([, value]) => [value, JSON.stringify(value).slice(1, -1), ...value.split(/\s+/).filter((part) => part.length >= 8)]);
 }
 
 /** Parses a URL option or a computed URL; `http:` and `https:` only. The text is never echoed. */
@@ -123,6 +133,11 @@ export function parseHttpUrl(value: unknown, option: string): URL {
     throw new ConfigError(option, `Expected \`${option}\` without user info: send credentials in \`headers\``);
   }
   return url;
+}
+
+function normalizeHeaders(headers: HttpPublisherOptions['headers']): HeadersOption | undefined {
+  if (headers === undefined || typeof headers === 'function') return headers;
+  return checkHttpHeaders(headers, 'headers');
 }
 
 function normalizeUrl(url: HttpPublisherOptions['url']): NormalizedHttpPublisherOptions['url'] {

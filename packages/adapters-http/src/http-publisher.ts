@@ -2,6 +2,7 @@ import { assertNever, DeferError } from '@leasehold/core';
 import { classifyResponse, type HttpClassification, type HttpResponseSummary } from './classify-response.js';
 import { fetchFailure } from './fetch-failure.js';
 import { HttpPermanentError, HttpRetryableError } from './http-errors.js';
+import { httpHeaderFault } from './http-headers.js';
 import {
   normalizeHttpPublisherOptions,
   parseHttpUrl,
@@ -53,11 +54,15 @@ export function httpPublisher(options: HttpPublisherOptions): HttpPublisher {
 }
 
 async function publish(options: NormalizedHttpPublisherOptions, message: OutboxMessage, context?: PublishContext): Promise<void> {
-  let scrub = options.scrub;
+  // the event's own credential headers are as secret as the publisher's: a receiver that echoes
+  // the request must not get them into last_error
+  let scrub = [...options.scrub, ...sensitiveValues(message.headers ?? {})];
   try {
-    const request = prepare(options, message);
-    scrub = request.scrub;
-    const summary = await send(options, request, context?.signal);
+    const request = prepare(options, message, scrub);
+    scrub = [...request.scrub];
+    const received = await send(options, request, context?.signal);
+    // redacted before anyone cuts an excerpt from it: a secret cut in half no longer matches
+    const summary = { ...received, body: redact(received.body, scrub) };
     const verdict = options.classify?.(summary, message) ?? classifyResponse(summary, {
       conflict: options.conflict,
       maxRetryAfterMs: options.maxRetryAfterMs,
@@ -82,18 +87,26 @@ async function send(options: NormalizedHttpPublisherOptions, request: PreparedRe
   }
 }
 
-function prepare(options: NormalizedHttpPublisherOptions, message: OutboxMessage): PreparedRequest {
+function prepare(options: NormalizedHttpPublisherOptions, message: OutboxMessage, known: readonly string[]): PreparedRequest {
   const url = resolveUrl(options, message);
   const target = `POST ${options.hideUrlPath ? url.origin : describeUrl(url)}`;
+  const computed = typeof options.headers === 'function';
   const extra = typeof options.headers === 'function' ? options.headers(message) : (options.headers ?? {});
-  const scrub = [...options.scrub, ...(typeof options.headers === 'function' ? sensitiveValues(extra) : [])];
+  const scrub = [...known, ...(computed ? sensitiveValues(extra) : [])];
   let body: string;
   try {
     body = JSON.stringify(options.body(message));
   } catch (error) {
     throw new HttpPermanentError(`${target}: message ${message.id} cannot be serialised as JSON`, { cause: error });
   }
-  const headers = buildHeaders([message.headers, extra], target, scrub);
+  const headers = buildHeaders(
+    [
+      ['message.headers', message.headers ?? {}],
+      [computed ? 'headers(message)' : 'headers', extra],
+    ],
+    target,
+    scrub,
+  );
   headers.set('content-type', 'application/json');
   headers.set(options.idempotencyHeader, message.id);
   if (options.keys.length > 0) {
@@ -111,16 +124,20 @@ function resolveUrl(options: NormalizedHttpPublisherOptions, message: OutboxMess
   }
 }
 
-// Headers() would echo an invalid value in its error: check each one here and name only the header
-function buildHeaders(sources: ReadonlyArray<Readonly<Record<string, string>>>, target: string, scrub: readonly string[]): Headers {
+// Headers() would echo an invalid value in its error: check each one first and name only the
+// header. Fixed headers were checked at construction; the message's own and computed ones can
+// only be checked here, and retrying cannot fix them.
+function buildHeaders(
+  sources: ReadonlyArray<readonly [string, Readonly<Record<string, string>>]>,
+  target: string,
+  scrub: readonly string[],
+): Headers {
   const headers = new Headers({ 'user-agent': 'leasehold-adapters-http' });
-  for (const source of sources) {
-    for (const [name, value] of Object.entries(source)) {
-      try {
-        headers.set(name, value);
-      } catch {
-        throw new HttpPermanentError(redact(`${target}: invalid value for header \`${name}\` (not shown)`, scrub));
-      }
+  for (const [source, record] of sources) {
+    for (const [name, value] of Object.entries(record)) {
+      const fault = typeof value === 'string' ? httpHeaderFault(name, value) : 'is not a string';
+      if (fault) throw new HttpPermanentError(redact(`${target}: header \`${source}.${name}\` ${fault}`, scrub));
+      headers.set(name, value);
     }
   }
   return headers;
@@ -142,12 +159,20 @@ function throwUnlessSuccess(verdict: HttpClassification, target: string, status:
   }
 }
 
-// The last line of defence: whatever was thrown above (or by a user hook) leaves without a secret.
+// The last line of defence: whatever was thrown above (or by a user hook) leaves without a
+// secret: in its message, its stack, a DeferError's reason (what last_error records for a
+// deferral), and the same along its chain of causes.
 function scrubbed(thrown: unknown, scrub: readonly string[]): unknown {
-  if (!(thrown instanceof Error) || scrub.length === 0) return thrown;
-  const message = redact(thrown.message, scrub);
-  const stack = thrown.stack === undefined ? undefined : redact(thrown.stack, scrub);
-  if (message !== thrown.message) Object.defineProperty(thrown, 'message', { value: message, configurable: true, writable: true });
-  if (stack !== thrown.stack) Object.defineProperty(thrown, 'stack', { value: stack, configurable: true, writable: true });
+  if (scrub.length === 0) return thrown;
+  let error: unknown = thrown;
+  for (let depth = 0; error instanceof Error && depth < 8; depth++) {
+    for (const field of ['message', 'stack', 'reason'] as const) {
+      const text: unknown = (error as unknown as Record<string, unknown>)[field];
+      if (typeof text !== 'string') continue;
+      const clean = redact(text, scrub);
+      if (clean !== text) Object.defineProperty(error, field, { value: clean, configurable: true, writable: true });
+    }
+    error = error.cause;
+  }
   return thrown;
 }

@@ -1,5 +1,5 @@
 import {
-  ConfigError,
+  checkKey,
   inTransaction,
   parseDuration,
   validateIdentifier,
@@ -34,7 +34,9 @@ export interface Inbox {
    * recorded before. Pass your open transaction (a Kysely `Transaction`, or a `pg` client after
    * `BEGIN`) to join it; pass a Kysely instance, a `pg` `Pool` or a `pg` client outside a
    * transaction to have one opened (and rolled back, record included, when `apply` throws).
-   * An executor whose transaction state cannot be told (pg-native) is refused with a `ConfigError`.
+   * An executor whose transaction state cannot be told (pg-native) is refused with a `ConfigError`,
+   * and so is a `messageId` that is not a key (non-empty text of at most
+   * `INPUT_LIMITS.keyBytes` bytes, without NUL or lone surrogates), before any SQL runs.
    */
   receive<DB, T>(db: Kysely<DB>, messageId: string, apply: (trx: Kysely<DB>) => Promise<T>): Promise<ReceiveResult<T>>;
   receive<T>(db: PgQueryable, messageId: string, apply: (client: PgQueryable) => Promise<T>): Promise<ReceiveResult<T>>;
@@ -44,8 +46,6 @@ export interface Inbox {
    */
   prune(executor: Executor, options: { olderThan: Duration }): Promise<number>;
 }
-
-const MAX_ID_LENGTH = 1024;
 
 /**
  * The inbox helper: deduplicates deliveries by message id inside the receiver's own
@@ -68,7 +68,9 @@ export function createInbox(options: InboxOptions = {}): Inbox {
     messageId: string,
     apply: (trx: never) => Promise<T>,
   ): Promise<ReceiveResult<T>> {
-    checkMessageId(messageId);
+    // a key like any other: NUL would fail the caller's transaction, and a lone surrogate
+    // would be stored as U+FFFD, so two different messages could share one record
+    checkKey(messageId, 'messageId');
     const run = async (trx: Executor): Promise<ReceiveResult<T>> => {
       if (!(await inboxInsert(trx, schema, messageId))) return { applied: false };
       return { applied: true, result: await apply(trx as never) };
@@ -84,10 +86,4 @@ export function createInbox(options: InboxOptions = {}): Inbox {
     prune: (executor: Executor, { olderThan }: { olderThan: Duration }) =>
       inboxPrune(executor, schema, parseDuration(olderThan, 'olderThan')),
   });
-}
-
-function checkMessageId(messageId: unknown): void {
-  if (typeof messageId !== 'string' || messageId.length === 0 || messageId.length > MAX_ID_LENGTH) {
-    throw new ConfigError('messageId', `Expected \`messageId\` to be a non-empty string of at most ${MAX_ID_LENGTH} characters`);
-  }
 }
