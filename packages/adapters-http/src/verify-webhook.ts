@@ -10,8 +10,10 @@ export type IncomingHeaders = Headers | Readonly<Record<string, string | readonl
 /** Options of {@link verifyWebhook}. */
 export interface VerifyWebhookOptions {
   /**
-   * How far `webhook-timestamp` may be from the receiver's clock, either way. Bounds how long a
-   * captured delivery can be replayed; the inbox catches replays inside it.
+   * How far `webhook-timestamp` may be from the receiver's clock, either way, in whole seconds of
+   * the receiver's clock; exactly `tolerance` away is still accepted, as in the Standard Webhooks
+   * reference implementation. Bounds how long a captured delivery can be replayed; the inbox
+   * catches replays inside it.
    * @defaultValue '5m'
    */
   tolerance?: Duration;
@@ -30,9 +32,10 @@ const SHA256_BYTES = 32;
 
 /**
  * Verifies a Standard Webhooks delivery: the headers are present, the timestamp is within
- * `tolerance` of now, and some `v1` signature equals the HMAC of `${id}.${timestamp}.${rawBody}`
- * under some secret (constant-time compare). Throws {@link WebhookVerificationError} with a
- * reason code otherwise. `rawBody` must be the bytes received, before any JSON parsing.
+ * `tolerance` of now, and some `v1` signature, in canonical (padded) base64, equals the HMAC of
+ * `${id}.${timestamp}.${rawBody}` under some secret (constant-time compare). Throws
+ * {@link WebhookVerificationError} with a reason code otherwise. `rawBody` must be the bytes
+ * received, before any JSON parsing.
  *
  * @example
  * const { id } = verifyWebhook(req.headers, rawBody, [currentSecret, previousSecret]);
@@ -66,29 +69,38 @@ export function verifyWebhook(
   throw new WebhookVerificationError('SIGNATURE_MISMATCH', `no v1 signature matches for message ${id}`, id);
 }
 
+// Aligned with the Standard Webhooks reference implementation (standard-webhooks/standard-webhooks,
+// libraries/javascript/src/index.ts at 009bcc00, `verifyTimestamp`): it compares whole seconds,
+// `now = Math.floor(Date.now() / 1000)`, and refuses only when `now - timestamp > tolerance` or
+// `timestamp > now + tolerance`, so a timestamp exactly at the tolerance, either way, is accepted.
 function checkTimestamp(text: string, toleranceMs: number, id: string): number {
   if (!TIMESTAMP.test(text)) {
     throw new WebhookVerificationError('INVALID_TIMESTAMP', `webhook-timestamp is not unix seconds (message ${id})`, id);
   }
   const seconds = Number(text);
-  const offsetMs = seconds * 1000 - Date.now();
-  if (offsetMs < -toleranceMs) {
-    throw new WebhookVerificationError('TIMESTAMP_TOO_OLD', `message ${id} was signed ${Math.round(-offsetMs / 1000)} s ago`, id);
+  const now = Math.floor(Date.now() / 1000);
+  const tolerance = toleranceMs / 1000;
+  if (now - seconds > tolerance) {
+    throw new WebhookVerificationError('TIMESTAMP_TOO_OLD', `message ${id} was signed ${now - seconds} s ago`, id);
   }
-  if (offsetMs > toleranceMs) {
-    throw new WebhookVerificationError('TIMESTAMP_TOO_NEW', `message ${id} is signed ${Math.round(offsetMs / 1000)} s in the future`, id);
+  if (seconds - now > tolerance) {
+    throw new WebhookVerificationError('TIMESTAMP_TOO_NEW', `message ${id} is signed ${seconds - now} s in the future`, id);
   }
   return seconds;
 }
 
-// `v1,<base64> v1,<base64> v1a,<…>`: other versions (e.g. asymmetric v1a) and malformed entries are skipped
+// `v1,<base64> v1,<base64> v1a,<…>`: other versions (e.g. asymmetric v1a) and malformed entries
+// are skipped. The reference implementation (same file, `verify`) compares the received text
+// with the padded base64 it computes, so only canonical base64 can match there: an unpadded or
+// otherwise re-encoded signature is refused here too, rather than decoded leniently by Buffer.
 function signatures(headerValue: string): Buffer[] {
   const out: Buffer[] = [];
   for (const entry of headerValue.split(/\s+/)) {
     const comma = entry.indexOf(',');
     if (comma < 0 || entry.slice(0, comma) !== 'v1') continue;
-    const bytes = Buffer.from(entry.slice(comma + 1), 'base64');
-    if (bytes.length === SHA256_BYTES) out.push(bytes);
+    const text = entry.slice(comma + 1);
+    const bytes = Buffer.from(text, 'base64');
+    if (bytes.length === SHA256_BYTES && bytes.toString('base64') === text) out.push(bytes);
   }
   return out;
 }
