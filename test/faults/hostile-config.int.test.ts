@@ -183,7 +183,8 @@ describe('hostile counts, priorities, owners and names', () => {
   });
 
   it('refuses empty, oversized and non-string owners', async () => {
-    for (const owner of ['', 'x'.repeat(201), 7]) {
+    // 201 bytes of one-byte and of two-byte characters, NUL, a lone surrogate
+    for (const owner of ['', 'x'.repeat(201), 'é'.repeat(101), 'w\u0000', 'w\ud800', 7]) {
       await expectConfigError(() => claim(noSql, { owner: owner as string, batch: 1, lease: '1s' }), 'owner', owner);
       await expectConfigError(() => dispatchOnce(noSql, handle, { owner: owner as string }), 'owner', owner);
       await expectConfigError(() => createLeaseWorker({ pool: noSql, table: taskTable(), handle, owner: owner as string }), 'owner', owner);
@@ -205,7 +206,9 @@ describe('hostile counts, priorities, owners and names', () => {
   it('refuses a worker without a pool or handler, and task definitions without a name or handler', async () => {
     await expectConfigError(() => createLeaseWorker({ pool: {} as never, table: taskTable(), handle }), 'pool');
     await expectConfigError(() => createLeaseWorker({ pool: noSql, table: taskTable(), handle: 'run' as never }), 'handle');
-    for (const name of ['', 'x'.repeat(201), null, 5]) await expectConfigError(() => defineTask(name as string, { handler: handle }), 'name');
+    for (const name of ['', 'x'.repeat(201), 'é'.repeat(101), 't\u0000', 't\udc00', null, 5]) {
+      await expectConfigError(() => defineTask(name as string, { handler: handle }), 'name', name);
+    }
     await expectConfigError(() => defineTask('t', {} as never), 'handler');
     await expectConfigError(() => defineTask('t', { handler: handle, validate: {} as never }), 'validate');
   });
@@ -231,6 +234,8 @@ describe('gaps found by this suite', () => {
 
   it('a malformed fencing token (non-numeric id, NaN or fractional version) is a ConfigError, not error 22P02', async () => {
     await expectConfigError(() => markDone(noSql, { id: 'abc', leaseVersion: 1 }), 'id', 'abc');
+    // nineteen digits, but past bigint's maximum: error 22003 from the statement
+    await expectConfigError(() => markDone(noSql, { id: '9223372036854775808', leaseVersion: 1 }), 'id', '9223372036854775808');
     await expectConfigError(() => markDone(noSql, { id: '1', leaseVersion: Number.NaN }), 'leaseVersion', Number.NaN);
   });
 

@@ -67,9 +67,22 @@ describe('tasks no worker handles', () => {
   it('claim filters are parameters: quotes, semicolons and SQL in names match nothing and change nothing', async () => {
     await reset();
     await insertTasks(t.db, 3, { name: 'a' });
-    const hostile = ["a' OR '1'='1", 'a"; DROP TABLE leasehold.task; --', '%', '*', '', 'A'];
+    const hostile = ["a' OR '1'='1", 'a"; DROP TABLE leasehold.task; --', '%', '*', 'A'];
     expect(await claim(t.pool, { owner: 'w', batch: 10, lease: '1m', names: hostile })).toEqual([]);
     expect(await statuses()).toEqual({ 'a:pending': 3 });
+  });
+
+  it('claim filters that no task could be named (empty, NUL, a lone surrogate) are a ConfigError naming the entry', async () => {
+    await reset();
+    // a task named with U+FFFD: what a lone surrogate in the filter used to match, once the driver replaced it
+    await insertTasks(t.db, 1, { name: '\ufffd' });
+    for (const bad of ['', 'a\u0000', '\ud800']) {
+      await expect(claim(t.pool, { owner: 'w', batch: 10, lease: '1m', names: ['ok', bad] }), JSON.stringify(bad)).rejects.toMatchObject({
+        code: 'CONFIG',
+        option: 'names[1]',
+      });
+    }
+    expect(await statuses()).toEqual({ '\ufffd:pending': 1 });
   });
 });
 
@@ -161,6 +174,9 @@ describe('payloads a publisher got wrong', () => {
       ['12 kB group key', () => enqueue(t.pool, loose, {}, { groupKey: hugeKey }), { code: 'CONFIG', option: 'groupKey' }],
       ['12 kB dedup key', () => enqueue(t.pool, loose, {}, { dedupKey: hugeKey }), { code: 'CONFIG', option: 'dedupKey' }],
       ['lone surrogate in payload', () => enqueue(t.pool, loose, { s: '\ud800' }), { code: 'PAYLOAD_VALIDATION' }],
+      // the driver would store these as U+FFFD: two different keys would become one
+      ['lone surrogate in group key', () => enqueue(t.pool, loose, {}, { groupKey: 'g\ud800' }), { code: 'CONFIG', option: 'groupKey' }],
+      ['lone surrogate in dedup key', () => enqueue(t.pool, loose, {}, { dedupKey: '\udc00' }), { code: 'CONFIG', option: 'dedupKey' }],
     ];
     for (const [label, run, error] of cases) await expect(run(), label).rejects.toMatchObject(error);
     // the text "\u0000" (a backslash, then u0000) is not a NUL and is stored as it is
