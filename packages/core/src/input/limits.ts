@@ -42,6 +42,8 @@ export const INPUT_LIMITS = Object.freeze({
   jsonDepth: 256,
   /** Schema, table and column names. */
   identifierLength: 48,
+  /** Why a person retried or skipped a dead row: kept in `resolution`. */
+  reasonBytes: 2_000,
   /** A duration that drives a timer: Node fires a longer `setTimeout` after 1 ms. ≈ 24.8 days. */
   timerMs: 2_147_483_647,
   /** A delay kept in the database (run-at, backoff, defer, defer age): 100 years. */
@@ -60,6 +62,10 @@ export const INTEGER_RANGES = Object.freeze({
   concurrency: { min: 1, max: 10_000 },
   /** Claimed rows kept ready beyond the running ones. */
   prefetch: { min: 0, max: 10_000 },
+  /** Rows deleted per statement by a purge. */
+  purgeBatchSize: { min: 1, max: 100_000 },
+  /** Row ids per dead-letter call (retry, skip). */
+  idsPerCall: { min: 1, max: 10_000 },
   /** A fencing token's version (a `bigint` column, read into a JS number). */
   leaseVersion: { min: 0, max: Number.MAX_SAFE_INTEGER },
   /** Bytes of a response body an HTTP publisher reads. */
