@@ -18,11 +18,12 @@ export function checkHeaders(value: unknown, option: string): Record<string, str
   if (entries.length > INPUT_LIMITS.headerCount) {
     throw new ConfigError(option, `Expected \`${option}\` to hold at most ${INPUT_LIMITS.headerCount} headers, got ${entries.length}`);
   }
-  const headers: Record<string, string> = {};
-  entries.forEach(([name, v], i) => {
-    // a name joins the path only once it is known to be printable
-    checkName(name, option, `the name of header ${i + 1} in \`${option}\``);
-    headers[name] = checkText(v, `${option}.${name}`, { maxBytes: INPUT_LIMITS.headerValueBytes, allowEmpty: true });
-  });
-  return headers;
+  // fromEntries defines own properties, so even a header named __proto__ is kept as a header
+  return Object.fromEntries(
+    entries.map(([name, v], i) => {
+      // a name joins the path only once it is known to be printable
+      checkName(name, option, `the name of header ${i + 1} in \`${option}\``);
+      return [name, checkText(v, `${option}.${name}`, { maxBytes: INPUT_LIMITS.headerValueBytes, allowEmpty: true })];
+    }),
+  );
 }

@@ -48,6 +48,8 @@ describe('checkText', () => {
 describe('checkHeaders', () => {
   it('returns a plain record of the headers', () => {
     expect(checkHeaders({ trace: 'abc', empty: '' }, 'event.headers')).toEqual({ trace: 'abc', empty: '' });
+    const proto = checkHeaders(JSON.parse('{"__proto__":"kept"}'), 'event.headers');
+    expect(JSON.stringify(proto)).toBe('{"__proto__":"kept"}');
   });
 
   it('names the header at fault and never shows a value', () => {
