@@ -56,7 +56,8 @@ export {
 } from './sql/lease-claim.js';
 export { leaseFinalizeMany, type FinalizeItem, type FinalizeResult } from './sql/lease-finalize-many.js';
 export { leaseExtendMany, type ExtendItem } from './sql/lease-extend-many.js';
-export { leaseLockGroups } from './sql/lease-lock-groups.js';
+export { leaseLockGroups, leaseLockGroupsOfRows } from './sql/lease-lock-groups.js';
+export { leaseSettleGroups } from './sql/lease-settle-groups.js';
 // operations a person runs on any leased table: monitoring, dead letters, retention
 export { leaseStats, type LeaseStats } from './sql/lease-stats.js';
 export { leaseDeadList, type DeadRow, type DeadFields, type DeadListPage } from './sql/lease-dead-list.js';

@@ -4,6 +4,7 @@ import { validateIdentifier } from './identifier.js';
  * A table the lease machinery can drive. It must carry the lease columns of the core `task`
  * table: `id`, `status`, `priority`, `group_key`, `available_at`, `attempts`, `max_attempts`,
  * `lease_owner`, `lease_until`, `lease_version`, `last_error`, `created_at`, `done_at`,
+ * `blocked`, `scheduled`, and a group table `<table>_group` (core's migration 3 shows both),
  * plus a name column (what handlers are chosen by) and `payload`. The dead-letter operations
  * (`leaseRetryDeadMany`, `leaseSkipDeadMany`) also write `resolution` and `resolved_at`.
  */
@@ -20,6 +21,11 @@ export interface LeasedTable<Row = Record<string, unknown>> {
   readonly mapRow: (raw: Record<string, unknown>) => Row;
   /** NOTIFY channel that inserts into this table signal (see the `notify_inserted` trigger). */
   readonly channel: string;
+  /**
+   * Validated name of the table's group table (`<table>_group`): one row per ordering group with
+   * unfinished rows, which the group's producers and finishers lock (see `docs/ordering.md`).
+   */
+  readonly groupTable: string;
 }
 
 /** Options of {@link defineLeasedTable}. */
@@ -38,6 +44,7 @@ export interface LeasedTableOptions<Row> {
 export function defineLeasedTable<Row>(options: LeasedTableOptions<Row>): LeasedTable<Row> {
   const schema = validateIdentifier(options.schema, 'schema');
   const table = validateIdentifier(options.table, 'table');
+  const groupTable = validateIdentifier(`${table}_group`, 'table');
   const nameColumn = validateIdentifier(options.nameColumn, 'nameColumn');
   const extraColumns = options.extraColumns.map((c) => validateIdentifier(c, 'extraColumns'));
   return Object.freeze({
@@ -47,6 +54,7 @@ export function defineLeasedTable<Row>(options: LeasedTableOptions<Row>): Leased
     extraColumns: Object.freeze(extraColumns),
     mapRow: options.mapRow,
     channel: `leasehold:${schema}.${table}`,
+    groupTable,
   });
 }
 

@@ -2,6 +2,7 @@ import {
   ConfigError,
   inTransaction,
   leaseLockGroups,
+  leaseSettleGroups,
   leaseStats,
   type DeadResolution,
   type Executor,
@@ -97,7 +98,9 @@ export function createOutbox(options: OutboxOptions = {}): Outbox {
     if (groups.length === 0) return outboxInsertMany(executor, table, rows);
     return inTransaction(executor, async (trx) => {
       await leaseLockGroups(trx, table, groups);
-      return outboxInsertMany(trx, table, rows);
+      const ids = await outboxInsertMany(trx, table, rows);
+      await leaseSettleGroups(trx, table, groups);
+      return ids;
     }, 'ordered events lock their aggregate until commit');
   };
 

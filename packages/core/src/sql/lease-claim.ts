@@ -38,14 +38,18 @@ export const REAP_ERROR = 'lease expired after max attempts (worker crash?)';
  * Reap, then claim, in one statement (so one short transaction; nothing is held afterwards).
  *
  * Reap: a `processing` row whose lease expired with `attempts >= max_attempts` goes `dead`
- * (a poison task that kills its worker every time stops there). Claim: up to `batch` rows that
- * are `pending` and due, or `processing` with an expired lease and attempts left; each becomes
- * `processing` for `owner` until `now() + lease`, with `lease_version + 1` and `attempts + 1`.
- * Rows with a `group_key` wait until no earlier row of their group is pending, processing or dead.
+ * (a poison task that kills its worker every time stops there). Claim: up to `batch` rows,
+ * highest `priority` first, then lowest id, taken from three sources — `pending` rows due now
+ * (index `<table>_claim`), `pending` rows that were scheduled for later and are due by now
+ * (`<table>_due`), and `processing` rows whose lease expired with attempts left (a crashed
+ * worker's, `<table>_leased`). Each becomes `processing` for `owner` until `now() + lease`, with
+ * `lease_version + 1` and `attempts + 1`. A row waiting behind its ordering group's head is
+ * `blocked` and in none of those indexes, nor is a row not yet due or a finished one: what the
+ * claim walks follows what it can take, however long a blocked group or a schedule grows.
  *
- * Locks: the picked and reaped rows, `FOR UPDATE SKIP LOCKED`, so concurrent claims never take
- * the same row and never wait for each other. The two steps touch disjoint rows (attempts
- * below vs at the maximum).
+ * Locks: the reaped rows and, `FOR UPDATE SKIP LOCKED`, up to `batch` candidates per source, so
+ * concurrent claims never take the same row and never wait for each other; candidates not picked
+ * are released at commit. Reap and claim touch disjoint rows (attempts at the maximum vs below).
  */
 export async function leaseClaim<Row>(
   executor: Executor,
@@ -75,23 +79,35 @@ export async function leaseClaim<Row>(
         SET status = 'dead', last_error = ${REAP_ERROR}, lease_owner = NULL, lease_until = NULL
         FROM doomed WHERE r.id = doomed.id
         RETURNING r.id, r.lease_version
-      ), picked AS (
-        SELECT c.id FROM ${t} AS c
-        WHERE ((c.status = 'pending' AND c.available_at <= now())
-               -- a crashed worker's row: lease expired, attempts left
-               OR (c.status = 'processing' AND c.lease_until < now() AND c.attempts < c.max_attempts))
-          ${nameFilter}
-          -- ordered rows wait for every earlier unfinished (or dead) row of their group
-          AND (c.group_key IS NULL OR NOT EXISTS (
-                SELECT 1 FROM ${t} AS prev
-                WHERE prev.group_key = c.group_key AND prev.id < c.id
-                  AND prev.status IN ('pending', 'processing', 'dead')))
+      ), ready AS (
+        SELECT c.id, c.priority FROM ${t} AS c
+        WHERE c.status = 'pending' AND NOT c.blocked AND NOT c.scheduled
+          -- written as due; only a clock stepped back could make it early
+          AND c.available_at <= now() ${nameFilter}
         ORDER BY c.priority DESC, c.id
         LIMIT ${input.batch}
         FOR UPDATE SKIP LOCKED
+      ), due AS (
+        SELECT c.id, c.priority FROM ${t} AS c
+        WHERE c.status = 'pending' AND c.scheduled AND NOT c.blocked AND c.available_at <= now() ${nameFilter}
+        ORDER BY c.available_at, c.id
+        LIMIT ${input.batch}
+        FOR UPDATE SKIP LOCKED
+      ), expired AS (
+        -- a crashed worker's row: lease expired, attempts left
+        SELECT c.id, c.priority FROM ${t} AS c
+        WHERE c.status = 'processing' AND c.lease_until < now() AND c.attempts < c.max_attempts ${nameFilter}
+        ORDER BY c.lease_until, c.id
+        LIMIT ${input.batch}
+        FOR UPDATE SKIP LOCKED
+      ), picked AS (
+        SELECT id FROM (SELECT * FROM ready UNION ALL SELECT * FROM due UNION ALL SELECT * FROM expired) AS candidate
+        ORDER BY priority DESC, id
+        LIMIT ${input.batch}
       ), claimed AS (
         UPDATE ${t} AS o
         SET status = 'processing',
+            scheduled = false,
             lease_owner = ${input.owner},
             lease_until = now() + ${leaseMs} * interval '1 millisecond',
             lease_version = o.lease_version + 1,

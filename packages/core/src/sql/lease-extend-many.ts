@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { LeasedTable } from '../leased-table.js';
 import { execute, type Executor } from './execute.js';
+import { fence } from './fence.js';
 import { tableRef } from './table-ref.js';
 import { tokenKey } from './lease-row.js';
 
@@ -30,7 +31,7 @@ export async function leaseExtendMany(
       SET lease_until = now() + f.lease_ms * interval '1 millisecond'
       FROM unnest(${items.map((i) => i.id)}::bigint[], ${items.map((i) => i.leaseVersion)}::bigint[],
                   ${items.map((i) => i.leaseMs)}::float8[]) AS f(id, version, lease_ms)
-      WHERE t.id = f.id AND t.status = 'processing' AND t.lease_version = f.version
+      WHERE ${fence('t', sql.ref('f.id'), sql.ref('f.version'))}
       RETURNING t.id, f.version, t.lease_until
     `,
     // planned per call: its best plan depends on how many rows the arrays hold

@@ -3,8 +3,13 @@ import type { LeasedTable } from '../leased-table.js';
 import type { TaskStatus } from '../task-status.js';
 import type { Transition } from '../transition.js';
 import { execute, type Executor } from './execute.js';
-import { tableRef } from './table-ref.js';
+import { fence } from './fence.js';
+import { leaseLockGroups } from './lease-lock-groups.js';
+import { leaseReadState } from './lease-read-state.js';
 import { tokenKey } from './lease-row.js';
+import { leaseSettleGroups } from './lease-settle-groups.js';
+import { tableRef } from './table-ref.js';
+import { inTransaction } from './transaction.js';
 
 /** One row to finalize: the fencing token its claim got, and where it goes. */
 export interface FinalizeItem {
@@ -31,10 +36,13 @@ export interface FinalizeResult {
 export const DEFER_AGE_ERROR_PREFIX = 'defer age limit exceeded';
 
 /**
- * Fenced finalize of many rows in one statement. Each row changes only
+ * Fenced finalize of many rows. Each row changes only
  * `WHERE id = $id AND status = 'processing' AND lease_version = $version`, against its own
  * token; `lease_until` is deliberately not checked, so an expired lease nobody took over still
- * finalizes. Locks only the rows it updates.
+ * finalizes. One statement, locking only the rows it updates — except when a row of an ordering
+ * group goes `done`: its group's next row must become the head, so the groups are locked first
+ * (`leaseLockGroups`), then the rows are written and the heads settled (`leaseSettleGroups`),
+ * all in one transaction (the caller's when `executor` is one).
  */
 export async function leaseFinalizeMany(
   executor: Executor,
@@ -42,6 +50,39 @@ export async function leaseFinalizeMany(
   items: readonly FinalizeItem[],
 ): Promise<FinalizeResult[]> {
   if (items.length === 0) return [];
+  const groups = await finishingGroups(executor, table, items);
+  if (groups.length === 0) return finalizeStatement(executor, table, items);
+  return inTransaction(
+    executor,
+    async (trx) => {
+      await leaseLockGroups(trx, table, groups);
+      const results = await finalizeStatement(trx, table, items);
+      await leaseSettleGroups(trx, table, groups);
+      return results;
+    },
+    "finishing an ordered row hands its group's head to the next row",
+  );
+}
+
+/** Groups whose head some item may finish (goes `done`); looks up rows whose group is unknown. */
+async function finishingGroups(executor: Executor, table: LeasedTable<unknown>, items: readonly FinalizeItem[]): Promise<string[]> {
+  const finishing = items.filter((i) => i.transition.to === 'done' && i.groupKey !== null);
+  const groups = finishing.flatMap((i) => (typeof i.groupKey === 'string' ? [i.groupKey] : []));
+  const unknown = finishing.filter((i) => i.groupKey === undefined).map((i) => i.id);
+  if (unknown.length > 0) {
+    for (const state of (await leaseReadState(executor, table, unknown)).values()) {
+      if (state.groupKey !== null) groups.push(state.groupKey);
+    }
+  }
+  return [...new Set(groups)];
+}
+
+/** The fenced write itself, one statement. */
+async function finalizeStatement(
+  executor: Executor,
+  table: LeasedTable<unknown>,
+  items: readonly FinalizeItem[],
+): Promise<FinalizeResult[]> {
   if (items.every((i) => i.transition.to === 'done')) return finalizeDone(executor, table, items);
   const ids: string[] = [];
   const versions: number[] = [];
@@ -69,6 +110,8 @@ export async function leaseFinalizeMany(
           available_at = CASE WHEN f.status = 'pending' AND NOT f.too_old
                               THEN now() + f.delay_ms * interval '1 millisecond'
                               ELSE t.available_at END,
+          -- due later: out of the claim's main index until due (see task_due)
+          scheduled = f.status = 'pending' AND NOT f.too_old AND f.delay_ms > 0,
           attempts = t.attempts - f.refund,
           last_error = CASE WHEN f.too_old
                             THEN ${DEFER_AGE_ERROR_PREFIX} || ': ' || f.error
@@ -87,7 +130,7 @@ export async function leaseFinalizeMany(
              AS u(id, version, status, delay_ms, error, refund, max_age_ms)
         JOIN ${t} AS c ON c.id = u.id
       ) AS f
-      WHERE t.id = f.id AND t.status = 'processing' AND t.lease_version = f.version
+      WHERE ${fence('t', sql.ref('f.id'), sql.ref('f.version'))}
       RETURNING t.id, f.version, t.status
     `,
     // planned per call: its best plan depends on how many rows the arrays hold
@@ -107,7 +150,7 @@ async function finalizeDone(executor: Executor, table: LeasedTable<unknown>, ite
       UPDATE ${tableRef(table)} AS t
       SET status = 'done', done_at = now(), last_error = NULL, lease_owner = NULL, lease_until = NULL
       FROM unnest(${items.map((i) => i.id)}::bigint[], ${items.map((i) => i.leaseVersion)}::bigint[]) AS f(id, version)
-      WHERE t.id = f.id AND t.status = 'processing' AND t.lease_version = f.version
+      WHERE ${fence('t', sql.ref('f.id'), sql.ref('f.version'))}
       RETURNING t.id, f.version, t.status
     `,
     { prepare: false },

@@ -1,24 +1,61 @@
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import type { LeasedTable } from '../leased-table.js';
 import { execute, type Executor } from './execute.js';
+import { groupTableRef, tableRef } from './table-ref.js';
 
 /**
- * Serialises producers of the same ordering groups until the caller's transaction ends: a
- * transaction-scoped advisory lock per `(table, group)`, taken in sorted order so two producers
- * of overlapping groups cannot deadlock. Call it inside the transaction that inserts the rows,
- * before the insert, so that id order equals commit order inside a group.
+ * Serialises every writer of the given ordering groups until the caller's transaction ends:
+ * upserts each group's row in `<table>_group` (creating it for a new group), which row-locks it.
+ * Producers call it before inserting rows of those groups, so that id order equals commit order
+ * inside a group; finishers (a fenced finalize to done, a skip) call it before they change a
+ * group's head. Then {@link leaseSettleGroups} picks heads under the same locks.
+ *
+ * Locks: one row per group, taken in one global order (byte order of the key), so writers of
+ * overlapping groups cannot deadlock on them. Row locks live in the rows themselves, not in the
+ * server's shared lock table: 100,000 groups in one transaction cost 100,000 small writes and
+ * no lock-table slots. Must run inside a transaction (see `inTransaction`); in REPEATABLE READ or
+ * SERIALIZABLE, a group changed by a writer that committed after the transaction's snapshot
+ * fails with a serialization error (40001) instead of acting on stale rows — retry it.
+ *
+ * @example
+ * await inTransaction(pool, async (trx) => {
+ *   await leaseLockGroups(trx, table, ['order:42']);
+ *   // insert rows of group order:42 (blocked), then leaseSettleGroups(trx, table, ['order:42'])
+ * });
  */
-export async function leaseLockGroups(
-  executor: Executor,
-  table: LeasedTable<unknown>,
-  groups: readonly string[],
-): Promise<void> {
-  const unique = [...new Set(groups)].sort();
-  if (unique.length === 0) return;
-  const prefix = `leasehold:${table.schema}.${table.table}:`;
-  await execute(
+export async function leaseLockGroups(executor: Executor, table: LeasedTable<unknown>, groups: readonly string[]): Promise<void> {
+  const keys = [...new Set(groups)];
+  if (keys.length === 0) return;
+  await upsertGroups(executor, table, sql`SELECT k FROM unnest(${keys}::text[]) AS u(k)`);
+}
+
+/**
+ * {@link leaseLockGroups} for the groups of existing rows, by id (rows without a group are
+ * ignored). Returns the keys it locked.
+ */
+export async function leaseLockGroupsOfRows(executor: Executor, table: LeasedTable<unknown>, ids: readonly string[]): Promise<string[]> {
+  if (ids.length === 0) return [];
+  const rows = await upsertGroups(
     executor,
-    sql`SELECT pg_advisory_xact_lock(hashtextextended(${prefix} || g, 0))
-        FROM unnest(${unique}::text[]) WITH ORDINALITY AS u(g, n) ORDER BY n`,
+    table,
+    // a row's group_key never changes, so reading it from this statement's snapshot is safe
+    sql`SELECT DISTINCT r.group_key AS k FROM ${tableRef(table)} AS r
+        WHERE r.id = ANY(${[...ids]}::bigint[]) AND r.group_key IS NOT NULL`,
+  );
+  return rows.map((r) => r.group_key);
+}
+
+// `keys` is a query yielding distinct group keys as column k
+async function upsertGroups(executor: Executor, table: LeasedTable<unknown>, keys: RawBuilder<unknown>) {
+  return execute<{ group_key: string }>(
+    executor,
+    sql`
+      INSERT INTO ${groupTableRef(table)} AS g (group_key)
+      SELECT k FROM (${keys}) AS keys ORDER BY k COLLATE "C"
+      ON CONFLICT (group_key) DO UPDATE SET updated_at = now()
+      RETURNING g.group_key
+    `,
+    // planned per call: the key list's length varies from 1 to 100,000
+    { prepare: false },
   );
 }

@@ -9,14 +9,18 @@ export interface LeaseState {
   readonly id: string;
   readonly leaseVersion: number;
   readonly status: TaskStatus;
+  /** Ordering group, or null. */
+  readonly groupKey: string | null;
 }
 
 /** Reads the fencing state of rows (no locks), e.g. to learn whether a write whose reply was lost landed. */
 export async function leaseReadState(executor: Executor, table: LeasedTable<unknown>, ids: readonly string[]): Promise<Map<string, LeaseState>> {
   if (ids.length === 0) return new Map();
-  const rows = await execute<{ id: string; lease_version: string; status: TaskStatus }>(
+  const rows = await execute<{ id: string; lease_version: string; status: TaskStatus; group_key: string | null }>(
     executor,
-    sql`SELECT id, lease_version, status FROM ${tableRef(table)} WHERE id = ANY(${[...ids]}::bigint[])`,
+    sql`SELECT id, lease_version, status, group_key FROM ${tableRef(table)} WHERE id = ANY(${[...ids]}::bigint[])`,
   );
-  return new Map(rows.map((r) => [String(r.id), { id: String(r.id), leaseVersion: Number(r.lease_version), status: r.status }]));
+  return new Map(
+    rows.map((r) => [String(r.id), { id: String(r.id), leaseVersion: Number(r.lease_version), status: r.status, groupKey: r.group_key }]),
+  );
 }

@@ -2,7 +2,10 @@ import { sql, type RawBuilder } from 'kysely';
 import type { LeasedTable } from '../leased-table.js';
 import type { TaskStatus } from '../task-status.js';
 import { execute, type Executor } from './execute.js';
+import { leaseLockGroupsOfRows } from './lease-lock-groups.js';
+import { leaseSettleGroups } from './lease-settle-groups.js';
 import { tableRef } from './table-ref.js';
+import { inTransaction } from './transaction.js';
 
 /** What a retry or skip of dead rows did with each id it was given. */
 export interface DeadResolution {
@@ -36,17 +39,20 @@ export async function leaseRetryDeadMany(
   ids: readonly string[],
   reason: string,
 ): Promise<DeadResolution> {
+  // a dead row of a group is its head (only heads are ever claimed), so it stays the head
   return resolveDeadMany(executor, table, ids, sql`
-    status = 'pending', attempts = 0, available_at = now(),
+    status = 'pending', attempts = 0, available_at = now(), scheduled = false,
     resolution = ${resolution('retried', reason)}, resolved_at = now()`);
 }
 
 /**
  * Gives up on dead rows on purpose: they become `done` without running, with `resolution =
- * 'skipped: <reason>'` and `resolved_at = now()`, which unblocks the later rows of an ordered
- * group. `last_error` keeps why the row died. Only rows still `dead` change; the others come
- * back in `rejected`. Locks the changed rows until the transaction ends. Ids must be positive
- * integers (as strings); the table needs the `resolution` and `resolved_at` columns.
+ * 'skipped: <reason>'` and `resolved_at = now()`; the next row of an ordered group becomes its
+ * head in the same transaction (under the group's lock, see `leaseLockGroups`). `last_error`
+ * keeps why the row died. Only rows still `dead` change; the others come back in `rejected`.
+ * Locks the changed rows and their groups until the transaction ends (the caller's when
+ * `executor` is one). Ids must be positive integers (as strings); the table needs the
+ * `resolution` and `resolved_at` columns.
  *
  * @example
  * await leaseSkipDeadMany(pool, outbox.table, ['7'], 'replayed by hand');
@@ -57,8 +63,18 @@ export async function leaseSkipDeadMany(
   ids: readonly string[],
   reason: string,
 ): Promise<DeadResolution> {
-  return resolveDeadMany(executor, table, ids, sql`
-    status = 'done', done_at = now(), resolution = ${resolution('skipped', reason)}, resolved_at = now()`);
+  if (ids.length === 0) return { changed: [], rejected: [] };
+  return inTransaction(
+    executor,
+    async (trx) => {
+      const groups = await leaseLockGroupsOfRows(trx, table, ids);
+      const resolved = await resolveDeadMany(trx, table, ids, sql`
+        status = 'done', done_at = now(), resolution = ${resolution('skipped', reason)}, resolved_at = now()`);
+      await leaseSettleGroups(trx, table, groups);
+      return resolved;
+    },
+    "skipping an ordered group's dead head hands the head to the next row",
+  );
 }
 
 // PostgreSQL text cannot hold NUL; a reason that does must still be recorded

@@ -6,6 +6,11 @@ export function tableRef(table: LeasedTable<unknown>): RawBuilder<unknown> {
   return sql.id(table.schema, table.table);
 }
 
+/** `"schema"."<table>_group"`: the table's ordering groups (see {@link LeasedTable.groupTable}). */
+export function groupTableRef(table: LeasedTable<unknown>): RawBuilder<unknown> {
+  return sql.id(table.schema, table.groupTable);
+}
+
 /** The lease columns every claim returns, plus the table's own extra columns. */
 export function returningColumns(table: LeasedTable<unknown>, alias: string): RawBuilder<unknown> {
   const columns = [...LEASE_COLUMNS, ...table.extraColumns.filter((c) => !LEASE_COLUMNS.includes(c))];

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { LeasedTable } from '../leased-table.js';
 import { execute, type Executor } from './execute.js';
+import { fence } from './fence.js';
 import { tableRef } from './table-ref.js';
 
 /**
@@ -16,10 +17,10 @@ export async function taskCheckpoint(
   const rows = await execute<{ id: string }>(
     executor,
     sql`
-      UPDATE ${tableRef(table)}
+      UPDATE ${tableRef(table)} AS t
       SET checkpoint = ${stateJson}::jsonb
-      WHERE id = ${task.id} AND status = 'processing' AND lease_version = ${task.leaseVersion}
-      RETURNING id
+      WHERE ${fence('t', task.id, task.leaseVersion)}
+      RETURNING t.id
     `,
   );
   return rows.length === 1;

@@ -1,7 +1,10 @@
 import { sql } from 'kysely';
 import type { LeasedTable } from '../leased-table.js';
 import { execute, type Executor } from './execute.js';
+import { leaseLockGroups } from './lease-lock-groups.js';
+import { leaseSettleGroups } from './lease-settle-groups.js';
 import { tableRef } from './table-ref.js';
+import { inTransaction } from './transaction.js';
 
 /** One checked row for {@link taskInsertMany}. */
 export interface TaskInsert {
@@ -25,11 +28,17 @@ export interface InsertedTask {
 }
 
 /**
- * Inserts many tasks in one statement. A row whose `(name, dedup_key)` is already live
- * (pending or processing) is not inserted; the live task is returned instead. The conflict
- * is resolved by the unique index, so concurrent enqueues of one key are race-free: the loser
- * waits for the winner's transaction and then sees its row. Callers must not repeat a
- * `(name, dedup_key)` inside one call (PostgreSQL refuses to touch a row twice).
+ * Inserts many tasks. A row whose `(name, dedup_key)` is already live (pending or processing)
+ * is not inserted; the live task is returned instead. The unique index decides, so concurrent
+ * enqueues of one key are race-free: the later one waits for the earlier one's transaction,
+ * then sees its row. Rows are inserted in one canonical order of their dedup keys, so concurrent
+ * batches that share keys listed in different orders cannot deadlock. Callers must not repeat a
+ * `(name, dedup_key)` inside one call.
+ *
+ * Rows of an ordering group go in behind the group's head (`blocked`), under the group's lock
+ * held until commit ({@link leaseLockGroups}), and the groups' heads are settled afterwards
+ * ({@link leaseSettleGroups}) — three statements in one transaction, the caller's when
+ * `executor` is one. Without groups it is one statement and needs no transaction.
  */
 export async function taskInsertMany(
   executor: Executor,
@@ -37,34 +46,93 @@ export async function taskInsertMany(
   rows: readonly TaskInsert[],
 ): Promise<InsertedTask[]> {
   if (rows.length === 0) return [];
-  const groups = [...new Set(rows.flatMap((r) => (r.groupKey === null ? [] : [r.groupKey])))].sort();
-  // Producers of one group are serialised until commit (a transaction-scoped advisory lock per
-  // group, in sorted order), so that id order equals commit order inside a group. The locks are
-  // taken before any row (and so any id) is produced: the join below needs their count first.
-  const locks =
-    groups.length === 0
-      ? sql``
-      : sql`CROSS JOIN (SELECT count(pg_advisory_xact_lock(hashtextextended(${`leasehold:${table.schema}.${table.table}:`} || g, 0)))
-                        FROM unnest(${groups}::text[]) WITH ORDINALITY AS l(g, n)) AS locked`;
-  const result = await execute<{ id: string; inserted: boolean }>(
+  const groups = [...new Set(rows.flatMap((r) => (r.groupKey === null ? [] : [r.groupKey])))];
+  if (groups.length === 0) return insertResolving(executor, table, rows);
+  return inTransaction(
+    executor,
+    async (trx) => {
+      await leaseLockGroups(trx, table, groups);
+      const inserted = await insertResolving(trx, table, rows);
+      await leaseSettleGroups(trx, table, groups);
+      return inserted;
+    },
+    'ordered tasks lock their group until commit',
+  );
+}
+
+/**
+ * Inserts, then settles the rows whose dedup key met a row this statement could not see (a
+ * concurrent enqueue that committed while this one waited for it): the next statement sees it,
+ * or — if it finished meanwhile — inserts anew. Bounded: each round needs a concurrent
+ * enqueue of the same key to commit and finish in between.
+ */
+async function insertResolving(executor: Executor, table: LeasedTable<unknown>, rows: readonly TaskInsert[]): Promise<InsertedTask[]> {
+  const results: (InsertedTask | undefined)[] = new Array(rows.length);
+  let todo = rows.map((_, i) => i);
+  for (let round = 0; todo.length > 0; round++) {
+    if (round === 10) throw new Error(`enqueue: dedup keys kept finishing while being enqueued (${todo.length} rows left)`);
+    const answers = await insertStatement(executor, table, todo.map((i) => rows[i]!));
+    const next: number[] = [];
+    for (let k = 0; k < todo.length; k++) {
+      const answer = answers[k];
+      if (answer === undefined) next.push(todo[k]!);
+      else results[todo[k]!] = answer;
+    }
+    todo = next;
+  }
+  return results as InsertedTask[];
+}
+
+/** One INSERT; per input row its task, or undefined where a dedup conflict's row is not visible yet. */
+async function insertStatement(
+  executor: Executor,
+  table: LeasedTable<unknown>,
+  rows: readonly TaskInsert[],
+): Promise<(InsertedTask | undefined)[]> {
+  const t = tableRef(table);
+  const answers = await execute<{ n: string; id: string | null; inserted: boolean }>(
     executor,
     sql`
-      INSERT INTO ${tableRef(table)} AS t
-        (name, payload, priority, group_key, dedup_key, max_attempts, available_at)
-      SELECT u.name, u.payload, u.priority, u.group_key, u.dedup_key, u.max_attempts,
-             coalesce(u.run_at, now() + u.delay_ms * interval '1 millisecond')
-      FROM unnest(${rows.map((r) => r.name)}::text[], ${rows.map((r) => r.payloadJson)}::jsonb[],
-                  ${rows.map((r) => r.priority)}::int[], ${rows.map((r) => r.groupKey)}::text[],
-                  ${rows.map((r) => r.dedupKey)}::text[], ${rows.map((r) => r.maxAttempts)}::int[],
-                  ${rows.map((r) => r.runAt)}::timestamptz[], ${rows.map((r) => r.delayMs)}::float8[])
-           AS u(name, payload, priority, group_key, dedup_key, max_attempts, run_at, delay_ms)
-      ${locks}
-      ON CONFLICT (name, dedup_key) WHERE dedup_key IS NOT NULL AND status IN ('pending', 'processing')
-      -- a no-op update, so RETURNING also yields the live row that won the key
-      DO UPDATE SET dedup_key = EXCLUDED.dedup_key
-      RETURNING t.id, (xmax = 0) AS inserted
+      WITH input AS (
+        -- ids drawn here, in input order (so in enqueue order inside a group), before the rows
+        -- are sorted for insertion below
+        SELECT nextval((SELECT ${`${table.schema}.${table.table}_id_seq`}::regclass)) AS id, u.*
+        FROM unnest(${rows.map((r) => r.name)}::text[], ${rows.map((r) => r.payloadJson)}::jsonb[],
+                    ${rows.map((r) => r.priority)}::int[], ${rows.map((r) => r.groupKey)}::text[],
+                    ${rows.map((r) => r.dedupKey)}::text[], ${rows.map((r) => r.maxAttempts)}::int[],
+                    ${rows.map((r) => r.runAt)}::timestamptz[], ${rows.map((r) => r.delayMs)}::float8[])
+             WITH ORDINALITY AS u(name, payload, priority, group_key, dedup_key, max_attempts, run_at, delay_ms, n)
+      ), inserted AS (
+        INSERT INTO ${t} AS t
+          (id, name, payload, priority, group_key, dedup_key, max_attempts, available_at, blocked, scheduled)
+          OVERRIDING SYSTEM VALUE
+        SELECT i.id, i.name, i.payload, i.priority, i.group_key, i.dedup_key, i.max_attempts, a.at,
+               -- an ordered row waits behind its group's head until settled
+               i.group_key IS NOT NULL,
+               a.at > now()
+        FROM input AS i CROSS JOIN LATERAL (SELECT coalesce(i.run_at, now() + i.delay_ms * interval '1 millisecond') AS at) AS a
+        -- one canonical order of dedup keys for every producer: two batches that share keys
+        -- take them in the same order, so neither waits for the other while holding one it needs
+        ORDER BY i.dedup_key IS NULL, i.name COLLATE "C", i.dedup_key COLLATE "C", i.id
+        ON CONFLICT (name, dedup_key) WHERE dedup_key IS NOT NULL AND status IN ('pending', 'processing')
+        -- no update of the live row: that would lock it (and its worker's fenced write) until
+        -- this transaction ends
+        DO NOTHING
+        RETURNING t.id
+      )
+      SELECT i.n, coalesce(ins.id, live.id) AS id, ins.id IS NOT NULL AS inserted
+      FROM input AS i
+      LEFT JOIN inserted AS ins ON ins.id = i.id
+      -- the live task that won the key, as far as this statement's snapshot shows it
+      LEFT JOIN ${t} AS live ON ins.id IS NULL AND live.name = i.name AND live.dedup_key = i.dedup_key
+                            AND live.status IN ('pending', 'processing')
     `,
+    // planned per call: the arrays hold 1 to 100,000 rows
+    { prepare: false },
   );
-  // INSERT … SELECT returns rows in the order it inserted them, which is input order
-  return result.map((r) => ({ id: String(r.id), inserted: r.inserted }));
+  const byPosition: (InsertedTask | undefined)[] = new Array(rows.length);
+  for (const a of answers) {
+    if (a.id !== null) byPosition[Number(a.n) - 1] = { id: String(a.id), inserted: a.inserted };
+  }
+  return byPosition;
 }

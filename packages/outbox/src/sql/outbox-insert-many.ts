@@ -15,8 +15,9 @@ export interface OutboxInsert {
 
 /**
  * Inserts many outbox rows in one statement, in input order; returns their ids in input order.
- * Takes no locks beyond the new rows. Ordered rows must be preceded, in the same transaction,
- * by `leaseLockGroups` for their groups, so that id order equals commit order in a group. The
+ * Takes no locks beyond the new rows. An ordered row goes in behind its aggregate's head
+ * (`blocked`): in the same transaction, `leaseLockGroups` must come before (so that id order
+ * equals commit order in a group) and `leaseSettleGroups` after (to choose the heads). The
  * statement-level trigger sends one NOTIFY, delivered at commit.
  */
 export async function outboxInsertMany(
@@ -29,8 +30,9 @@ export async function outboxInsertMany(
     executor,
     sql`
       INSERT INTO ${sql.id(table.schema, table.table)}
-        (aggregate_type, aggregate_id, event_type, payload, headers, group_key, max_attempts)
-      SELECT u.aggregate_type, u.aggregate_id, u.event_type, u.payload, u.headers, u.group_key, u.max_attempts
+        (aggregate_type, aggregate_id, event_type, payload, headers, group_key, max_attempts, blocked)
+      SELECT u.aggregate_type, u.aggregate_id, u.event_type, u.payload, u.headers, u.group_key, u.max_attempts,
+             u.group_key IS NOT NULL
       FROM unnest(${rows.map((r) => r.aggregateType)}::text[], ${rows.map((r) => r.aggregateId)}::text[],
                   ${rows.map((r) => r.eventType)}::text[], ${rows.map((r) => r.payloadJson)}::jsonb[],
                   ${rows.map((r) => r.headersJson)}::jsonb[], ${rows.map((r) => r.groupKey)}::text[],

@@ -1,0 +1,56 @@
+import { sql } from 'kysely';
+import type { LeasedTable } from '../leased-table.js';
+import { execute, type Executor } from './execute.js';
+import { groupTableRef, tableRef } from './table-ref.js';
+
+/**
+ * Gives each of the given groups its head: for a group whose head is gone (never chosen, or
+ * finished since — done or skipped), the group's lowest blocked row is unblocked and becomes
+ * the head; a group left with no unfinished row loses its `<table>_group` row. A group whose
+ * head is still unfinished (pending, processing or dead — a dead head keeps blocking its group
+ * until a person retries or skips it) is left alone. Sends one NOTIFY on the table's channel
+ * when it unblocked anything, so idle workers claim the new heads at once.
+ *
+ * The caller must hold the groups' locks ({@link leaseLockGroups}) in the same transaction, and
+ * this must be a later statement than the one that took them: its snapshot then holds every row
+ * that any other writer of these groups committed. Locks: the unblocked rows and the group rows.
+ *
+ * @returns how many rows it unblocked
+ */
+export async function leaseSettleGroups(executor: Executor, table: LeasedTable<unknown>, groups: readonly string[]): Promise<number> {
+  const keys = [...new Set(groups)];
+  if (keys.length === 0) return 0;
+  const t = tableRef(table);
+  const g = groupTableRef(table);
+  const [row] = await execute<{ promoted: string }>(
+    executor,
+    sql`
+      WITH headless AS (
+        SELECT grp.group_key FROM ${g} AS grp
+        WHERE grp.group_key = ANY(${keys}::text[])
+          AND NOT EXISTS (SELECT 1 FROM ${t} AS h
+                          WHERE h.id = grp.head_id AND h.status IN ('pending', 'processing', 'dead'))
+      ), next AS (
+        SELECT headless.group_key,
+               (SELECT b.id FROM ${t} AS b WHERE b.group_key = headless.group_key AND b.blocked
+                ORDER BY b.id LIMIT 1) AS id
+        FROM headless
+      ), unblocked AS (
+        UPDATE ${t} AS u SET blocked = false FROM next WHERE u.id = next.id RETURNING u.id
+      ), headed AS (
+        UPDATE ${g} AS grp SET head_id = next.id, updated_at = now()
+        FROM next WHERE grp.group_key = next.group_key AND next.id IS NOT NULL
+        RETURNING 1
+      ), emptied AS (
+        DELETE FROM ${g} AS grp USING next WHERE grp.group_key = next.group_key AND next.id IS NULL
+        RETURNING 1
+      ), woken AS (
+        SELECT pg_notify(${table.channel}, '') FROM (SELECT 1 FROM unblocked LIMIT 1) AS any_unblocked
+      )
+      -- woken is a plain SELECT: it runs only if read
+      SELECT (SELECT count(*) FROM unblocked) AS promoted, (SELECT count(*) FROM woken) AS notified
+    `,
+    { prepare: false },
+  );
+  return Number(row?.promoted ?? 0);
+}
