@@ -97,22 +97,42 @@ export interface TaskFactoryInput {
   availableOffsetMs?: number;
 }
 
-/** Inserts tasks straight into `leasehold.task`; returns their ids in order. */
+/**
+ * Inserts tasks straight into `leasehold.task`; returns their ids in order. Rows of a group get
+ * the head and `blocked` markers the way migration 3 computes them for existing rows (the
+ * lowest unfinished row is the head), and a row due later is `scheduled`.
+ */
 export async function insertTasks(db: Kysely<object>, count: number, input: TaskFactoryInput = {}): Promise<string[]> {
   const result = await sql<{ id: string }>`
     INSERT INTO leasehold.task (name, payload, status, priority, group_key, attempts, max_attempts,
-                                lease_version, lease_owner, lease_until, available_at)
+                                lease_version, lease_owner, lease_until, available_at, scheduled)
     SELECT ${input.name ?? 'test'}, ${JSON.stringify(input.payload ?? {})}::jsonb, ${input.status ?? 'pending'},
            ${input.priority ?? 0}, ${input.groupKey ?? null}, ${input.attempts ?? 0}, ${input.maxAttempts ?? 12},
            ${input.leaseVersion ?? 0},
            ${input.status === 'processing' ? 'factory' : null},
            ${input.leaseUntilOffsetMs === undefined ? null : sql`now() + ${input.leaseUntilOffsetMs} * interval '1 millisecond'`},
-           now() + ${input.availableOffsetMs ?? 0} * interval '1 millisecond'
+           now() + ${input.availableOffsetMs ?? 0} * interval '1 millisecond',
+           ${(input.status ?? 'pending') === 'pending' && (input.availableOffsetMs ?? 0) > 0}
     FROM generate_series(1, ${count})
     ORDER BY generate_series
     RETURNING id
   `.execute(db);
+  if (input.groupKey != null) await recomputeGroupHeads(db, input.groupKey);
   return result.rows.map((r) => String(r.id));
+}
+
+/** Sets a group's head and blocked rows from its rows as they stand, as migration 3 does. */
+export async function recomputeGroupHeads(db: Kysely<object>, groupKey: string): Promise<void> {
+  await sql`DELETE FROM leasehold.task_group WHERE group_key = ${groupKey}`.execute(db);
+  await sql`
+    INSERT INTO leasehold.task_group (group_key, head_id)
+    SELECT group_key, min(id) FROM leasehold.task
+    WHERE group_key = ${groupKey} AND status IN ('pending', 'processing', 'dead')
+    GROUP BY group_key`.execute(db);
+  await sql`
+    UPDATE leasehold.task AS t SET blocked = (t.status = 'pending' AND t.id > g.head_id)
+    FROM leasehold.task_group AS g
+    WHERE t.group_key = g.group_key AND g.group_key = ${groupKey}`.execute(db);
 }
 
 /** One task row as stored, with times as ms relative to the database's now(). */
@@ -159,5 +179,21 @@ export async function waitForLeaseExpiry(db: Kysely<object>, id: string, deadlin
     if (rows[0]?.expired) return;
     if (Date.now() - started > deadlineMs) throw new Error(`lease of task ${id} did not expire within ${deadlineMs} ms`);
     await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/**
+ * Waits until `count` sessions of this database wait on a lock (a row lock, an advisory lock…):
+ * proof that a writer is blocked, not merely slow.
+ */
+export async function waitForLockWaiters(db: Kysely<object>, count = 1, deadlineMs = 10_000): Promise<void> {
+  const started = Date.now();
+  for (;;) {
+    const { rows } = await sql<{ n: string }>`
+      SELECT count(*) AS n FROM pg_stat_activity
+      WHERE datname = current_database() AND wait_event_type = 'Lock'`.execute(db);
+    if (Number(rows[0]?.n) >= count) return;
+    if (Date.now() - started > deadlineMs) throw new Error(`no ${count} session(s) waiting on a lock within ${deadlineMs} ms`);
+    await new Promise((r) => setTimeout(r, 5));
   }
 }

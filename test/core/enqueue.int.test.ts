@@ -9,7 +9,7 @@ import {
   isLeaseholdError,
   PayloadValidationError,
 } from '@leasehold/core';
-import { readTask, useTestDatabase } from '../fixtures.js';
+import { readTask, useTestDatabase, waitForLockWaiters } from '../fixtures.js';
 import { nextEvent, useWorkers } from '../workers.js';
 
 const t = useTestDatabase();
@@ -118,15 +118,8 @@ describe('enqueue inside the application transaction', () => {
     const pendingB = enqueue(second, ordered, { step: 2 }, { groupKey: 'order-7' });
     let inserted = false;
     void pendingB.then(() => (inserted = true));
-    // the second producer is seen waiting on the group's advisory lock, not merely slow
-    await expect
-      .poll(async () => {
-        const { rows } = await sql<{ n: string }>`
-          SELECT count(*) AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
-            AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`.execute(t.db);
-        return Number(rows[0]?.n);
-      })
-      .toBe(1);
+    // the second producer is seen waiting on the group's lock, not merely slow
+    await waitForLockWaiters(t.db);
     expect(inserted).toBe(false);
     await first.query('COMMIT');
     const b = await pendingB;

@@ -19,8 +19,10 @@ export async function snapshot(db: Kysely<object>): Promise<Map<string, StoredRo
            lease_until IS NOT NULL AS has_lease,
            coalesce(lease_until < now(), false) AS expired,
            available_at <= now() AS due,
+           blocked, scheduled,
+           (SELECT g.head_id::text FROM leasehold.task_group AS g WHERE g.group_key = t.group_key) AS group_head,
            last_error, done_at::text
-    FROM leasehold.task ORDER BY id`.execute(db);
+    FROM leasehold.task AS t ORDER BY id`.execute(db);
   return new Map(rows.map((r) => [r.id, r]));
 }
 
@@ -47,12 +49,20 @@ export async function checkAgainstModel(model: LeaseModel, real: Real): Promise<
       expect(row.lease_owner, where).toBeNull();
       expect(row.has_lease, where).toBe(false);
     }
-    if (t.status === 'pending') expect(row.due, `${where}: due`).toBe(t.due);
+    if (t.status === 'pending') {
+      expect(row.due, `${where}: due`).toBe(t.due);
+      expect(row.scheduled, `${where}: scheduled`).toBe(t.scheduled);
+    }
+    // only a group's head is unblocked, and its group row points at it
+    const head = model.list().find((p) => p.groupKey !== null && p.groupKey === t.groupKey && ['pending', 'processing', 'dead'].includes(p.status));
+    expect(row.blocked, `${where}: blocked iff pending behind its group's head`).toBe(t.status === 'pending' && head !== undefined && head.id !== t.id);
+    if (head?.id === t.id) expect(row.group_head, `${where}: its group's head`).toBe(t.id);
 
     const before = real.previous.get(t.id);
     if (!before) continue;
     expect(row.lease_version, `${where}: lease_version only grows`).toBeGreaterThanOrEqual(before.lease_version);
-    if (before.status === 'done') expect(row, `${where}: a done task never changes`).toEqual(before);
+    // (its group's head is the group's, not the row's: it moves on)
+    if (before.status === 'done') expect({ ...row, group_head: null }, `${where}: a done task never changes`).toEqual({ ...before, group_head: null });
   }
   real.previous = now;
 }

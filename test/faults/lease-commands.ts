@@ -10,6 +10,8 @@ import {
   leaseClaim,
   leaseExtendMany,
   leaseFinalizeMany,
+  leaseRetryDeadMany,
+  leaseSkipDeadMany,
   markDead,
   markDone,
   reschedule,
@@ -60,7 +62,7 @@ class ClaimCommand implements Cmd {
   check = () => true;
   async run(m: LeaseModel, r: Real): Promise<void> {
     const reapable = m.reapable().map((t) => t.id);
-    const expected = m.claimable(this.names).slice(0, this.batch);
+    const expected = m.claimable(this.names, this.batch);
     for (const t of expected) {
       // a claim never takes a row somebody else still holds
       expect(t.status === 'processing' && !t.expired).toBe(false);
@@ -71,7 +73,7 @@ class ClaimCommand implements Cmd {
     expect(reaped.map((x) => x.id).sort()).toEqual([...reapable].sort());
     for (const x of reaped) expect(x.leaseVersion).toBe(m.get(x.id).leaseVersion);
     reapable.forEach((id) => m.applyReap(id));
-    // sorted by id, exactly the rows the model picks (priority desc, id), nothing held by others
+    // sorted by id, exactly the rows the model picks, nothing held by others
     expect(claimed.map((c) => c.id)).toEqual(expected.map((t) => t.id).sort(compareIds));
     for (const c of claimed) {
       const before = m.get(c.id);
@@ -107,6 +109,23 @@ class ConcurrentClaimCommand implements Cmd {
     await checkAgainstModel(m, r);
   }
   toString = () => `concurrentClaim(batch=${this.batch})`;
+}
+
+/** A person retries or skips a dead row; skipping an ordered group's dead head unblocks the next row. */
+class ResolveDeadCommand implements Cmd {
+  constructor(readonly pick: number, readonly skip: boolean) {}
+  check = (m: Readonly<LeaseModel>) => m.list().some((t) => t.status === 'dead');
+  async run(m: LeaseModel, r: Real): Promise<void> {
+    const dead = m.list().filter((t) => t.status === 'dead');
+    const t = dead[this.pick % dead.length]!;
+    const resolve = this.skip ? leaseSkipDeadMany : leaseRetryDeadMany;
+    const { changed } = await resolve(r.pool, table, [t.id], 'by the model');
+    expect(changed).toEqual([t.id]);
+    if (this.skip) t.status = 'done';
+    else Object.assign(t, { status: 'pending', attempts: 0, due: true, scheduled: false });
+    await checkAgainstModel(m, r);
+  }
+  toString = () => `${this.skip ? 'skip' : 'retry'}Dead(pick=${this.pick})`;
 }
 
 /** Pure reap: a claim for a name no task has. */
@@ -192,7 +211,8 @@ class ExpireCommand implements Cmd {
     const rows = pickTokens(m.list().filter((t) => t.status === 'processing'), this.pick);
     const ids = rows.map((t) => t.id);
     await sql`UPDATE leasehold.task SET lease_until = now() - interval '1 ms' WHERE id = ANY(${ids}::bigint[])`.execute(r.db);
-    rows.forEach((t) => (t.expired = true));
+    const since = ++m.clock;
+    rows.forEach((t) => Object.assign(t, { expired: true, since }));
     await checkAgainstModel(m, r);
   }
   toString = () => `expire(pick=${this.pick})`;
@@ -203,7 +223,8 @@ class MakeDueCommand implements Cmd {
   check = (m: Readonly<LeaseModel>) => m.list().some((t) => t.status === 'pending' && !t.due);
   async run(m: LeaseModel, r: Real): Promise<void> {
     await sql`UPDATE leasehold.task SET available_at = now() WHERE status = 'pending' AND available_at > now()`.execute(r.db);
-    m.list().forEach((t) => t.status === 'pending' && (t.due = true));
+    const since = ++m.clock;
+    for (const t of m.list()) if (t.status === 'pending' && !t.due) Object.assign(t, { due: true, since });
     await checkAgainstModel(m, r);
   }
   toString = () => 'makeDue()';
@@ -237,4 +258,5 @@ export const leaseCommands: fc.Arbitrary<Cmd>[] = [
   fc.nat(0xffff).map((p) => new ExpireCommand(p)),
   fc.nat(0xffff).map((p) => new ExpireCommand(p)),
   fc.constant(new MakeDueCommand()),
+  fc.tuple(fc.nat(), fc.boolean()).map(([p, skip]) => new ResolveDeadCommand(p, skip)),
 ];

@@ -18,6 +18,10 @@ export interface ModelTask {
   expired: boolean;
   /** `available_at <= now()` (only meaningful while pending). */
   due: boolean;
+  /** Pending after a delay: the claim finds it through the due-later source once due. */
+  scheduled: boolean;
+  /** Order in which leases ran out or scheduled rows became due (the claim's other sources' order). */
+  since: number;
   lastError: string | null;
 }
 
@@ -72,18 +76,30 @@ export class LeaseModel {
     return this.list().filter((t) => t.status === 'processing' && t.expired && t.attempts >= t.maxAttempts);
   }
 
-  /** Claim candidates in claim order (priority desc, id), before the LIMIT. */
-  claimable(names: readonly string[] | undefined): ModelTask[] {
+  /** A counter for {@link ModelTask.since}. */
+  clock = 0;
+
+  /**
+   * What a claim of `batch` takes, in claim order: the first `batch` rows of each of the claim's
+   * three sources — due now (priority desc, id), due since it was scheduled (in the order they
+   * became due, then id), expired leases with attempts left (in the order they expired, then
+   * id) — then the first `batch` of those by priority desc, id. Without `batch`, every candidate.
+   */
+  claimable(names: readonly string[] | undefined, batch = Infinity): ModelTask[] {
     const all = this.list();
-    return all
-      .filter((c) => (c.status === 'pending' && c.due) || (c.status === 'processing' && c.expired && c.attempts < c.maxAttempts))
+    const candidates = all
       .filter((c) => names === undefined || names.includes(c.name))
       .filter(
         (c) =>
           c.groupKey === null ||
           !all.some((p) => p.groupKey === c.groupKey && compareIds(p.id, c.id) < 0 && ['pending', 'processing', 'dead'].includes(p.status)),
-      )
-      .sort((a, b) => b.priority - a.priority || compareIds(a.id, b.id));
+      );
+    const byPriority = (a: ModelTask, b: ModelTask) => b.priority - a.priority || compareIds(a.id, b.id);
+    const bySince = (a: ModelTask, b: ModelTask) => a.since - b.since || compareIds(a.id, b.id);
+    const ready = candidates.filter((c) => c.status === 'pending' && c.due && !c.scheduled).sort(byPriority);
+    const due = candidates.filter((c) => c.status === 'pending' && c.due && c.scheduled).sort(bySince);
+    const expired = candidates.filter((c) => c.status === 'processing' && c.expired && c.attempts < c.maxAttempts).sort(bySince);
+    return [ready, due, expired].flatMap((source) => source.slice(0, batch)).sort(byPriority).slice(0, batch);
   }
 
   /** Applies a reap the database did. */
@@ -97,7 +113,9 @@ export class LeaseModel {
   applyClaim(worker: number, id: string): Token {
     const t = this.get(id);
     if (t.status === 'processing') this.stats.reclaimedAfterExpiry++;
-    Object.assign(t, { status: 'processing', owner: WORKERS[worker], expired: false, leaseVersion: t.leaseVersion + 1, attempts: t.attempts + 1 });
+    Object.assign(t, {
+      status: 'processing', owner: WORKERS[worker], expired: false, scheduled: false, leaseVersion: t.leaseVersion + 1, attempts: t.attempts + 1,
+    });
     const token = { id, leaseVersion: t.leaseVersion, attempts: t.attempts, maxAttempts: t.maxAttempts };
     this.tokens[worker]!.push(token);
     this.stats.claimed++;
@@ -129,7 +147,7 @@ export class LeaseModel {
       case 'pending':
         if (transition.refund) t.attempts -= 1;
         if (tooOld) Object.assign(t, { status: 'dead', lastError: `defer age limit exceeded: ${transition.error}` });
-        else Object.assign(t, { status: 'pending', due: transition.delayMs === 0, lastError: transition.error });
+        else Object.assign(t, { status: 'pending', due: transition.delayMs === 0, scheduled: transition.delayMs > 0, lastError: transition.error });
     }
   }
 }
@@ -146,6 +164,9 @@ export interface StoredRow {
   has_lease: boolean;
   expired: boolean;
   due: boolean;
+  blocked: boolean;
+  scheduled: boolean;
+  group_head: string | null;
   last_error: string | null;
   done_at: string | null;
 }

@@ -8,7 +8,7 @@
 import fc from 'fast-check';
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
-import { useTestDatabase } from '../fixtures.js';
+import { recomputeGroupHeads, useTestDatabase } from '../fixtures.js';
 import { leaseCommands } from './lease-commands.js';
 import type { Real } from './lease-check.js';
 import { LeaseModel, type ModelStats } from './lease-model.js';
@@ -28,12 +28,13 @@ const taskSpec = fc.record({
 type TaskSpec = typeof taskSpec extends fc.Arbitrary<infer T> ? T : never;
 
 async function seedTasks(specs: readonly TaskSpec[]): Promise<string[]> {
-  await sql`TRUNCATE leasehold.task RESTART IDENTITY`.execute(t.db);
+  await sql`TRUNCATE leasehold.task, leasehold.task_group RESTART IDENTITY`.execute(t.db);
   const { rows } = await sql<{ id: string }>`
     INSERT INTO leasehold.task (name, priority, group_key, max_attempts)
     SELECT * FROM unnest(${specs.map((s) => s.name)}::text[], ${specs.map((s) => s.priority)}::int[],
                          ${specs.map((s) => s.groupKey)}::text[], ${specs.map((s) => s.maxAttempts)}::int[])
     RETURNING id::text`.execute(t.db);
+  for (const group of new Set(specs.flatMap((s) => (s.groupKey === null ? [] : [s.groupKey])))) await recomputeGroupHeads(t.db, group);
   return rows.map((r) => r.id);
 }
 
@@ -55,7 +56,7 @@ describe('the lease state machine against its reference model', () => {
             const s = specs[i]!;
             model.tasks.set(id, {
               id, name: s.name, priority: s.priority, groupKey: s.groupKey, maxAttempts: s.maxAttempts,
-              status: 'pending', attempts: 0, leaseVersion: 0, owner: null, expired: false, due: true, lastError: null,
+              status: 'pending', attempts: 0, leaseVersion: 0, owner: null, expired: false, due: true, scheduled: false, since: 0, lastError: null,
             });
           });
           const real: Real = { pool: t.pool, db: t.db, previous: new Map() };

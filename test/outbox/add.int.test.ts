@@ -3,7 +3,7 @@ import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { isLeaseholdError, withTransaction } from '@leasehold/core';
 import { createOutbox } from '@leasehold/outbox';
-import { useTestDatabase } from '../fixtures.js';
+import { useTestDatabase, waitForLockWaiters } from '../fixtures.js';
 import { gate, readMessages, resetOutbox } from './helpers.js';
 
 const t = useTestDatabase();
@@ -59,7 +59,7 @@ describe('add', () => {
       [{ ...paid(1), payload: undefined }, 'event.payload'],
       [{ ...paid(1), payload: { n: 1n } }, 'event.payload'],
       [{ ...paid(1), payload: 'nul\u0000' }, 'event.payload'],
-      [{ ...paid(1), headers: { a: 1 } }, 'event.headers'],
+      [{ ...paid(1), headers: { a: 1 } }, 'event.headers.a'],
       [{ ...paid(1), maxAttempts: 0 }, 'event.maxAttempts'],
     ];
     for (const [event, option] of cases) {
@@ -100,7 +100,7 @@ describe('add', () => {
         t2Added = true;
         return id;
       })();
-      await waitForLockWaiter();
+      await waitForLockWaiters(t.db);
       expect(t2Added).toBe(false); // T2 waits on the aggregate lock until T1 commits
       t1Commit.open();
       // T2 could only insert (and so take its id) after T1's commit released the lock. The order
@@ -142,14 +142,3 @@ describe('add', () => {
     expect((await readMessages(t.db)).map((m) => m.id)).toEqual([id1, id2]);
   });
 });
-
-async function waitForLockWaiter(): Promise<void> {
-  for (let i = 0; i < 2_000; i++) {
-    const { rows } = await sql<{ n: string }>`
-      SELECT count(*) AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND database =
-        (SELECT oid FROM pg_database WHERE datname = current_database())`.execute(t.db);
-    if (Number(rows[0]?.n) > 0) return;
-    await new Promise((r) => setTimeout(r, 5));
-  }
-  throw new Error('the second producer never waited for the aggregate lock');
-}

@@ -3,7 +3,7 @@ import { sql, type Kysely } from 'kysely';
 
 /** Empties the outbox table of the test database (default schema). */
 export async function resetOutbox(db: Kysely<object>): Promise<void> {
-  await sql`TRUNCATE leasehold.outbox`.execute(db);
+  await sql`TRUNCATE leasehold.outbox, leasehold.outbox_group`.execute(db);
 }
 
 /** One outbox row as stored. */
