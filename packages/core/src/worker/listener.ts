@@ -3,32 +3,59 @@ import { toError } from '../errors.js';
 import { execute, type PgQueryable } from '../sql/execute.js';
 import type { PgPoolLike } from '../sql/transaction.js';
 
-/** The `pg` client events the listener uses. */
+/** The `pg` client surface the listener uses. */
 interface NotifyingClient extends PgQueryable {
   on(event: 'notification', listener: () => void): unknown;
   on(event: 'error', listener: (error: Error) => void): unknown;
-  removeAllListeners(event?: string): unknown;
-  release(err?: Error | boolean): void;
+  removeAllListeners(event: 'notification'): unknown;
+}
+
+/** A `pg` `Client` of the listener's own. */
+interface OwnClient extends NotifyingClient {
+  connect(): Promise<unknown>;
+  end(): Promise<unknown>;
+  readonly connection?: { readonly stream?: { destroy?(): void } };
+}
+
+/** What a pg `Pool` exposes to build a client just like its own. */
+interface PgPoolFactory {
+  readonly Client: new (options: object) => OwnClient;
+  readonly options: object;
+}
+
+/** One LISTEN connection, however it was obtained. */
+interface ListenConnection {
+  readonly client: NotifyingClient;
+  /** Closes it politely; after `graceMs` without an answer, cuts its socket. */
+  close(graceMs: number): Promise<void>;
 }
 
 /**
- * Holds one dedicated connection that LISTENs on a channel and calls `onNotify` for each
- * notification. When the connection drops it reconnects with backoff, LISTENs again, and calls
- * `onNotify` once (notifications sent meanwhile were missed; polling covers the gap).
+ * Holds one connection that LISTENs on a channel and calls `onNotify` for each notification.
+ * When the connection drops it reconnects with backoff, LISTENs again, and calls `onNotify` once
+ * (notifications sent meanwhile were missed; polling covers the gap).
+ *
+ * The connection is the listener's own `pg` client, built like the pool's (`new pool.Client(
+ * pool.options)`), not one of the pool's: a pool of one connection would otherwise be held by
+ * LISTEN forever and every claim would wait for it, and a pooled client would collect the
+ * listener's handlers across starts. Only a pool that is not a `pg` pool (no `Client`) lends one
+ * of its connections instead, and gets it back destroyed.
  */
 export class Listener {
-  readonly #pool: PgPoolLike;
+  readonly #open: (track: (cut: () => void) => void) => Promise<ListenConnection>;
   readonly #channel: string;
   readonly #onNotify: () => void;
   readonly #onError: (error: Error) => void;
-  #client: NotifyingClient | undefined;
+  #connection: ListenConnection | undefined;
+  /** Cuts the connection being opened, if any. */
+  #cutOpening: (() => void) | undefined;
   #stopped = false;
   #connecting: Promise<void> | undefined;
   #retryTimer: NodeJS.Timeout | undefined;
   #failures = 0;
 
   constructor(pool: PgPoolLike, channel: string, onNotify: () => void, onError: (error: Error) => void) {
-    this.#pool = pool;
+    this.#open = isPgPool(pool) ? (track) => openOwnClient(pool, track) : () => borrow(pool);
     this.#channel = channel;
     this.#onNotify = onNotify;
     this.#onError = onError;
@@ -40,49 +67,50 @@ export class Listener {
     await (this.#connecting ??= this.#connect());
   }
 
-  async stop(): Promise<void> {
+  /**
+   * Stops listening: a connection attempt is cut at once (it would answer nobody), an open
+   * connection is closed, and cut after `graceMs` if the server does not answer.
+   */
+  async stop(graceMs: number): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#retryTimer);
-    await this.#connecting;
-    const client = this.#client;
-    this.#client = undefined;
-    if (!client) return;
-    client.removeAllListeners('notification');
-    try {
-      await execute(client, sql`UNLISTEN *`);
-      client.release();
-    } catch {
-      client.release(true); // broken connection: destroy it instead of pooling it
-    }
+    this.#cutOpening?.();
+    const connection = this.#connection;
+    this.#connection = undefined;
+    await connection?.close(graceMs);
   }
 
   async #connect(): Promise<void> {
+    let connection: ListenConnection | undefined;
     try {
-      const client = (await this.#pool.connect()) as NotifyingClient;
-      client.on('error', (error) => this.#lost(client, error));
-      client.on('notification', () => this.#onNotify());
+      connection = await this.#open((cut) => (this.#cutOpening = cut));
+      const opened = connection;
+      opened.client.on('error', (error) => this.#lost(opened, error));
+      opened.client.on('notification', () => this.#onNotify());
       // the channel is built from validated identifiers; LISTEN takes no parameters
-      await execute(client, sql`LISTEN ${sql.id(this.#channel)}`);
+      await execute(opened.client, sql`LISTEN ${sql.id(this.#channel)}`);
       if (this.#stopped) {
-        client.release();
+        await opened.close(0);
         return;
       }
-      this.#client = client;
+      this.#connection = opened;
       this.#failures = 0;
       this.#onNotify(); // anything inserted while we were not listening
     } catch (error) {
+      await connection?.close(0);
+      if (this.#stopped) return; // cut by stop(): nothing went wrong
       this.#onError(toError(error));
       this.#scheduleReconnect();
     } finally {
+      this.#cutOpening = undefined;
       this.#connecting = undefined;
     }
   }
 
-  #lost(client: NotifyingClient, error: Error): void {
-    if (this.#client !== client) return;
-    this.#client = undefined;
-    client.removeAllListeners('notification');
-    client.release(error);
+  #lost(connection: ListenConnection, error: Error): void {
+    if (this.#connection !== connection) return;
+    this.#connection = undefined;
+    void connection.close(0);
     if (this.#stopped) return;
     this.#onError(error);
     this.#scheduleReconnect();
@@ -94,4 +122,50 @@ export class Listener {
     const delay = Math.min(10_000, 100 * 2 ** this.#failures) * (0.5 + Math.random() / 2);
     this.#retryTimer = setTimeout(() => void (this.#connecting ??= this.#connect()), delay);
   }
+}
+
+function isPgPool(pool: PgPoolLike): pool is PgPoolLike & PgPoolFactory {
+  const candidate = pool as Partial<PgPoolFactory>;
+  return typeof candidate.Client === 'function' && typeof candidate.options === 'object' && candidate.options !== null;
+}
+
+async function openOwnClient(pool: PgPoolFactory, track: (cut: () => void) => void): Promise<ListenConnection> {
+  const client = new pool.Client(pool.options);
+  // pg does not end a connection attempt the server does not answer; destroying its socket does
+  const cut = () => client.connection?.stream?.destroy?.();
+  // errors before the listener's own handler is attached (a failed connect) reject connect()
+  client.on('error', () => undefined);
+  track(cut);
+  await client.connect();
+  let closing: Promise<void> | undefined;
+  return {
+    client,
+    close: (graceMs) => (closing ??= closeOwnClient(client, cut, graceMs)),
+  };
+}
+
+async function closeOwnClient(client: OwnClient, cut: () => void, graceMs: number): Promise<void> {
+  client.removeAllListeners('notification');
+  let timer: NodeJS.Timeout | undefined;
+  const ended = client.end().then(
+    () => true,
+    () => true,
+  );
+  const closed = await Promise.race([ended, new Promise<false>((resolve) => (timer = setTimeout(resolve, graceMs, false)))]);
+  clearTimeout(timer);
+  if (!closed) cut();
+}
+
+async function borrow(pool: PgPoolLike): Promise<ListenConnection> {
+  const client = (await pool.connect()) as unknown as NotifyingClient & { release(err?: Error | boolean): void };
+  let released = false;
+  return {
+    client,
+    close: async () => {
+      if (released) return;
+      released = true;
+      client.removeAllListeners('notification');
+      client.release(true); // destroyed, not pooled: it is still LISTENing and carries our handlers
+    },
+  };
 }
