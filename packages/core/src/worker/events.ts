@@ -32,6 +32,13 @@ export interface WorkerEventMap<Row> {
   'worker:idle': [{ owner: string }];
   /** `start()` finished: the worker is claiming. */
   'worker:started': [{ owner: string }];
+  /**
+   * `stop()` reached its deadline without an answer from the database: it cut the `connections`
+   * its statements were waiting on and gave up on these tasks, whose outcome was not written.
+   * They stay `processing` until their lease expires, then run again, as after a crash. Also
+   * logged (warn).
+   */
+  'worker:abandoned': [{ owner: string; tasks: Claimed<Row>[]; connections: number }];
   /** `stop()` finished: nothing in flight, no connection held. */
   'worker:stopped': [{ owner: string }];
 }

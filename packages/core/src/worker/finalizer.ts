@@ -1,5 +1,6 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { LeasedTable } from '../leased-table.js';
-import { toError } from '../errors.js';
+import { ShutdownError, toError } from '../errors.js';
 import type { Executor } from '../sql/execute.js';
 import { leaseFinalizeMany, type FinalizeItem, type FinalizeResult } from '../sql/lease-finalize-many.js';
 import { leaseReadState, type LeaseState } from '../sql/lease-read-state.js';
@@ -26,6 +27,8 @@ export class Finalizer {
   readonly #onError: (error: Error) => void;
   #queue: Pending[] = [];
   #flushing: Promise<void> | undefined;
+  /** Aborted by {@link abandon}: no retry waits or starts after it. */
+  readonly #abandoned = new AbortController();
 
   constructor(pool: Executor & TransactionSource, table: LeasedTable<unknown>, onError: (error: Error) => void) {
     this.#pool = pool;
@@ -35,6 +38,7 @@ export class Finalizer {
 
   /** Queues one fenced finalize; resolves with whether the fence let it through. */
   submit(item: FinalizeItem): Promise<FinalizeResult> {
+    if (this.#abandoned.signal.aborted) return Promise.reject(new ShutdownError());
     return new Promise((resolve, reject) => {
       this.#queue.push({ item, resolve, reject });
       this.#flushing ??= this.#drain();
@@ -59,6 +63,15 @@ export class Finalizer {
   /** Resolves once everything submitted so far is written (or has failed for good). */
   async idle(): Promise<void> {
     while (this.#flushing) await this.#flushing;
+  }
+
+  /**
+   * Gives up (a stop's deadline passed): queued writes fail with `ShutdownError` and a write
+   * that failed is not tried again. A statement already sent is the pool's to cut.
+   */
+  abandon(): void {
+    this.#abandoned.abort(new ShutdownError());
+    for (const p of this.#queue.splice(0)) p.reject(new ShutdownError());
   }
 
   async #drain(): Promise<void> {
@@ -108,10 +121,12 @@ export class Finalizer {
       try {
         return await write();
       } catch (error) {
-        if (attempt >= 6) throw toError(error);
+        if (attempt >= 6 || this.#abandoned.signal.aborted) throw toError(error);
         onRetry();
         this.#onError(toError(error));
-        await new Promise((r) => setTimeout(r, Math.min(5_000, 100 * 2 ** attempt) * Math.random()));
+        await sleep(Math.min(5_000, 100 * 2 ** attempt) * Math.random(), undefined, { signal: this.#abandoned.signal }).catch(() => {
+          throw new ShutdownError();
+        });
       }
     }
   }

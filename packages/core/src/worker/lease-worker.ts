@@ -18,7 +18,17 @@ import { Listener } from './listener.js';
 import { emitOutcome } from './outcome-event.js';
 import { runUntilAborted } from './run-handler.js';
 import type { RunSettings } from './settings.js';
+import { settlesBy } from './settles-by.js';
+import { TrackedPool } from './tracked-pool.js';
 import { Wakeup } from './wakeup.js';
+
+/**
+ * How long a stop waits, past its `timeout`, for the database to answer the writes that give
+ * tasks back (and for the LISTEN connection to close) before it abandons them.
+ */
+const STOP_GRACE_MS = 500;
+/** After abandoning, what was cut fails at once; this only bounds a pool that cannot be cut. */
+const ABANDON_SETTLE_MS = 100;
 
 interface InFlight<Row> {
   readonly task: Claimed<Row>;
@@ -32,7 +42,11 @@ interface InFlight<Row> {
 
 /** Options of {@link LeaseWorker.stop}. */
 export interface StopOptions {
-  /** Let running handlers finish for this long, then abort them and release their tasks. @defaultValue '30s' */
+  /**
+   * Let running handlers finish for this long, then abort them and release their tasks. `stop()`
+   * returns at most half a second later whatever the database does: writes it has not answered
+   * by then are abandoned (see `worker:abandoned`). @defaultValue '30s'
+   */
   timeout?: Duration;
 }
 
@@ -63,11 +77,14 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
   /** Each claimed task's whole life (handler, then fenced write). */
   readonly #lives = new Set<Promise<void>>();
   readonly #wakeup = new Wakeup();
+  /** The pool, as the worker's own statements use it: what is in flight can be cut at a stop. */
+  readonly #db: TrackedPool;
   readonly #finalizer: Finalizer;
   readonly #heartbeat: Heartbeat;
   readonly #listener: Listener | undefined;
   #handlers = 0;
   #state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
+  #starting: Promise<void> | undefined;
   #loop: Promise<void> | undefined;
   #stopping: Promise<void> | undefined;
   #idle = false;
@@ -78,15 +95,16 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
     this.#o = normalizeLeaseWorkerOptions(options);
     this.owner = this.#o.owner;
     const { pool, table } = this.#o;
-    this.#finalizer = new Finalizer(pool, table, (error) => this.#error(error));
+    this.#db = new TrackedPool(pool);
+    this.#finalizer = new Finalizer(this.#db, table, (error) => this.#error(error));
     this.#heartbeat = new Heartbeat({
-      executor: pool,
+      executor: this.#db,
       table,
       intervalMs: this.#o.heartbeatIntervalMs,
       inFlight: () => [...this.#inFlight.values()].map((f) => ({ id: f.task.id, leaseVersion: f.task.leaseVersion, leaseMs: f.settings.leaseMs })),
       // a tick that raced a task's own fenced write is no news: the write reports the truth
       onLost: (token) => this.#inFlight.get(tokenKey(token))?.writing || this.#leaseLost(token),
-      onError: (error) => safeEmit(this, 'heartbeat:failed', { error }),
+      onError: (error) => this.#db.abandoned || safeEmit(this, 'heartbeat:failed', { error }),
     });
     this.#listener = this.#o.listen
       ? new Listener(pool, table.channel, () => this.#wakeup.wake(), (error) => this.#error(error))
@@ -108,12 +126,22 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
     return this.#handlers;
   }
 
-  /** Starts claiming. Resolves once the LISTEN connection is up (or is being retried). */
+  /**
+   * Starts claiming. Resolves once the LISTEN connection is up (or is being retried), or once a
+   * `stop()` called meanwhile has ended the start: then the worker never claims and never
+   * emits `worker:started`.
+   */
   async start(): Promise<void> {
     if (this.#state !== 'new') throw new Error(`worker ${this.owner} was already started`);
     this.#state = 'running';
+    this.#db.open();
     onPoolError(this.#o.pool, this.#onPoolError, 'on');
+    await (this.#starting = this.#begin());
+  }
+
+  async #begin(): Promise<void> {
     await this.#listener?.start();
+    if (this.#state !== 'running') return; // stop() began meanwhile, and cleans up
     this.#heartbeat.start();
     this.#loop = this.#claimLoop();
     safeEmit(this, 'worker:started', { owner: this.owner });
@@ -122,7 +150,10 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
   /**
    * Stops claiming, gives back buffered tasks, lets running handlers finish for up to
    * `timeout`, then aborts the rest (their signal fires with `ShutdownError`) and returns their
-   * tasks to pending with the attempt refunded. Idempotent; safe before `start()`.
+   * tasks to pending with the attempt refunded. Resolves within `timeout` plus half a second
+   * whatever the database does: what it has not answered by then is abandoned (reported as
+   * `worker:abandoned`; those tasks come back when their lease expires, as after a crash), and no
+   * timer or connection of the worker is left. Idempotent; safe before and during `start()`.
    */
   stop(options: StopOptions = {}): Promise<void> {
     const timeoutMs = parseDuration(options.timeout ?? '30s', 'timeout', { allowZero: true });
@@ -133,26 +164,57 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
 
   async #shutdown(timeoutMs: number): Promise<void> {
     this.#state = 'stopping';
+    const handlersUntil = performance.now() + timeoutMs;
+    const databaseUntil = handlersUntil + STOP_GRACE_MS;
     this.#wakeup.wake();
-    await this.#loop;
+    // also ends a connection attempt that start() may still be waiting for
+    const listenerClosed = this.#listener?.stop(STOP_GRACE_MS);
     for (const f of this.#buffer.splice(0)) {
       f.controller.abort(new ShutdownError()); // never started: straight back to pending
       this.#live(f);
     }
-    if (this.#lives.size > 0) {
-      let timer: NodeJS.Timeout | undefined;
-      const deadline = new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)));
-      await Promise.race([Promise.all(this.#lives), deadline]);
-      clearTimeout(timer);
-      for (const f of this.#inFlight.values()) f.controller.abort(new ShutdownError());
-      await Promise.all(this.#lives);
-    }
-    await this.#heartbeat.stop();
-    await this.#finalizer.idle();
-    await this.#listener?.stop();
+    await settlesBy(this.#drained(), handlersUntil);
+    for (const f of this.#inFlight.values()) f.controller.abort(new ShutdownError());
+    const settled = Promise.all([this.#settle(), listenerClosed]);
+    if (!(await settlesBy(settled, databaseUntil))) await this.#abandon(settled);
+    this.#db.close();
     onPoolError(this.#o.pool, this.#onPoolError, 'off');
     this.#state = 'stopped';
     safeEmit(this, 'worker:stopped', { owner: this.owner });
+  }
+
+  /** Everything after the handlers: the start, the claim loop, the writes, the last heartbeat. */
+  async #settle(): Promise<void> {
+    await this.#starting;
+    await this.#loop;
+    await this.#drained();
+    await this.#heartbeat.stop();
+    await this.#finalizer.idle();
+  }
+
+  /** Resolves when no task is left (tasks claimed meanwhile included). */
+  async #drained(): Promise<void> {
+    while (this.#lives.size > 0) await Promise.all(this.#lives);
+  }
+
+  // The database did not answer in time: cut what waits on it, so that stop returns and holds
+  // nothing. The tasks whose writes were cut stay `processing` under our token until their
+  // lease expires; then they are claimed again, as after a crash (the fence makes a write that
+  // did land before the cut harmless).
+  async #abandon(settled: Promise<unknown>): Promise<void> {
+    const tasks = [...this.#inFlight.values()].map((f) => f.task);
+    const connections = this.#db.abandon();
+    this.#finalizer.abandon();
+    this.#heartbeat.stop().catch(() => undefined);
+    await settlesBy(settled, performance.now() + ABANDON_SETTLE_MS);
+    const ids = tasks.map((t) => t.id).join(', ');
+    this.#o.logger?.warn(
+      `[leasehold] worker ${this.owner} stopped without an answer from the database: ` +
+        `${tasks.length} task(s) abandoned${tasks.length > 0 ? ` (ids ${ids})` : ''}, ${connections} connection(s) cut; ` +
+        'abandoned tasks run again once their lease expires',
+      { owner: this.owner, taskIds: tasks.map((t) => t.id), connections },
+    );
+    safeEmit(this, 'worker:abandoned', { owner: this.owner, tasks, connections });
   }
 
   async #claimLoop(): Promise<void> {
@@ -168,7 +230,7 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
       const want = Math.min(room, this.#o.batch);
       let claimed: Claimed<Row>[];
       try {
-        const result = await leaseClaim(this.#o.pool, this.#o.table, {
+        const result = await leaseClaim(this.#db, this.#o.table, {
           owner: this.owner,
           batch: want,
           leaseMs: this.#o.settings.leaseMs,
@@ -180,6 +242,7 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
         claimed = result.claimed;
       } catch (error) {
         this.#error(toError(error));
+        if (this.#state !== 'running') break;
         failures++;
         // back off (with jitter) while the database is unreachable, then try again
         await this.#wakeup.wait(Math.min(this.#o.pollIntervalMs, 50 * 2 ** failures) * (0.5 + Math.random() / 2));
@@ -302,7 +365,7 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
       signal: f.controller.signal,
       extendLease: async (lease?: Duration) => {
         const leaseMs = lease === undefined ? f.settings.leaseMs : parseDuration(lease, 'lease');
-        const extended = await leaseExtendMany(this.#o.pool, this.#o.table, [
+        const extended = await leaseExtendMany(this.#db, this.#o.table, [
           { id: f.task.id, leaseVersion: f.task.leaseVersion, leaseMs },
         ]);
         if (!extended.has(tokenKey(f.task))) {
@@ -330,6 +393,7 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
   }
 
   #error(error: Error): void {
+    if (this.#db.abandoned) return; // what a stop cut fails as it should: no news
     if (this.listenerCount('worker:error') === 0) this.#o.logger?.error(`[leasehold] worker ${this.owner}: ${error.message}`, { error });
     safeEmit(this, 'worker:error', { error });
   }
