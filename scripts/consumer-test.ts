@@ -1,0 +1,186 @@
+// npm run test:consumer — installs the packed packages into fresh applications outside the
+// workspace, one per Kysely minor we support, and runs the README's Quick Start there as written
+// (examples/src/quick-start/*.ts, which the README embeds — scripts/readme-snippets.ts checks
+// they are equal):
+//   - compiled with `tsc --strict`, module NodeNext, as ESM (.ts) and as CommonJS (.cts);
+//   - run as ESM TypeScript (tsx), as the compiled plain ESM JavaScript, and as the compiled
+//     CommonJS (`require`); each run must print that it processed its task or event, then exit 0
+//     promptly on SIGTERM;
+//   - every entry point loaded with `import` and with `require`, and `npx leasehold` run.
+// Tarballs: `--tarballs <dir>` (what check:packages left in .tmp/packages), else packed afresh.
+// Database: DATABASE_URL (one new database per run), else a throwaway PostgreSQL.
+import { spawn, spawnSync } from 'node:child_process';
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import pg from 'pg';
+import { startEmbeddedPostgres, type ThrowawayPostgres } from '@leasehold/core/testing';
+import { packAll, readManifest, ROOT, tarballsIn } from './packages.js';
+
+const KYSELY_VERSIONS = ['0.28', '0.29'];
+/** The Quick Start's programs, and what each prints once it has done its work. */
+const PROGRAMS = [
+  { file: 'tasks', done: /sending the welcome mail to ada@example\.com/ },
+  { file: 'outbox', done: /publishing OrderPlaced for order \d+/ },
+] as const;
+const VARIANTS = [
+  { name: 'ESM TypeScript (tsx)', command: (file: string) => ['node', '--import', 'tsx', `src/${file}.ts`] },
+  { name: 'ESM JavaScript (tsc output)', command: (file: string) => ['node', `dist/${file}.js`] },
+  { name: 'CommonJS (tsc output)', command: (file: string) => ['node', `dist/${file}.cjs`] },
+] as const;
+const DONE_TIMEOUT_MS = 60_000;
+const EXIT_TIMEOUT_MS = 10_000;
+
+const tarballArg = process.argv.indexOf('--tarballs');
+const tarballs = tarballArg > 0 ? tarballsIn(resolve(process.argv[tarballArg + 1]!)) : packAll(join(mkdtempSync(join(tmpdir(), 'leasehold-tgz-')), 'packages'));
+if (tarballs.length === 0) throw new Error('no tarballs to install');
+const devPins = readManifest(ROOT).devDependencies ?? {};
+const pin = (name: string) => `${name}@${devPins[name] ?? 'latest'}`;
+
+const work = mkdtempSync(join(tmpdir(), 'leasehold-consumer-'));
+let server: ThrowawayPostgres | undefined;
+let adminUrl: string | undefined;
+const created: string[] = [];
+const results: string[] = [];
+let failed = false;
+try {
+  adminUrl = process.env.DATABASE_URL ?? (server = await startEmbeddedPostgres()).connectionString;
+  let databases = 0;
+  for (const kysely of KYSELY_VERSIONS) {
+    const app = join(work, `app-kysely-${kysely}`);
+    step(`fresh application ${app}: the ${tarballs.length} tarballs, kysely@${kysely}, pg`);
+    createApp(app, kysely);
+    const installed = readManifest(join(app, 'node_modules', 'kysely')).version;
+    step(`tsc --strict (NodeNext, skipLibCheck off): ESM src/*.ts and CommonJS src/*.cts against kysely ${installed}`);
+    run('npx', ['--no-install', 'tsc', '-p', 'tsconfig.json', '--strict'], app);
+    step('every entry point, with import and with require');
+    checkEntryPoints(app);
+    for (const program of PROGRAMS) {
+      for (const variant of VARIANTS) {
+        const url = await freshDatabase(adminUrl, `lh_consumer_${process.pid}_${++databases}`);
+        const label = `kysely ${installed} · ${program.file} · ${variant.name}`;
+        try {
+          const ms = await runQuickStart(app, variant.command(program.file), program.done, url);
+          results.push(`ok    ${label}: processed, then exit 0 ${ms} ms after SIGTERM`);
+        } catch (error) {
+          failed = true;
+          results.push(`FAIL  ${label}: ${(error as Error).message}`);
+        }
+      }
+    }
+    step('npx leasehold, from the installed @leasehold/cli');
+    const url = await freshDatabase(adminUrl, `lh_consumer_${process.pid}_${++databases}`);
+    run('npx', ['--no-install', 'leasehold', 'migrate', '--database-url', url], app);
+    run('npx', ['--no-install', 'leasehold', 'stats', '--database-url', url], app);
+    results.push(`ok    kysely ${installed} · npx leasehold migrate, stats`);
+  }
+} catch (error) {
+  failed = true;
+  results.push(`FAIL  ${(error as Error).message}`);
+} finally {
+  if (adminUrl && !server) await dropDatabases(adminUrl);
+  await server?.stop();
+}
+console.log(`\n${results.join('\n')}`);
+if (failed) {
+  console.error(`\ntest:consumer failed; the applications are kept in ${work}`);
+  process.exit(1);
+}
+rmSync(work, { recursive: true, force: true });
+console.log('\ntest:consumer: the Quick Start works from the packed packages, as ESM TypeScript, ESM JavaScript and CommonJS');
+
+/** A new folder with its own package.json, the tarballs and the tools a TypeScript user installs. */
+function createApp(app: string, kysely: string): void {
+  mkdirSync(join(app, 'src'), { recursive: true });
+  writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'consumer-app', private: true, type: 'module' }, null, 2));
+  writeFileSync(
+    join(app, 'tsconfig.json'),
+    JSON.stringify(
+      {
+        compilerOptions: { strict: true, module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', outDir: 'dist', rootDir: 'src', types: ['node'], skipLibCheck: false },
+        include: ['src'],
+      },
+      null,
+      2,
+    ),
+  );
+  for (const { file } of PROGRAMS) {
+    const source = join(ROOT, 'examples/src/quick-start', `${file}.ts`);
+    copyFileSync(source, join(app, 'src', `${file}.ts`)); // ESM: package.json says "type": "module"
+    copyFileSync(source, join(app, 'src', `${file}.cts`)); // the same code as CommonJS: tsc emits require()
+  }
+  const packages = [...tarballs, `kysely@${kysely}`, pin('pg'), pin('typescript'), pin('tsx'), pin('@types/node'), pin('@types/pg')];
+  run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', ...packages], app);
+}
+
+function checkEntryPoints(app: string): void {
+  const entries = ['@leasehold/core', '@leasehold/core/testing', '@leasehold/outbox', '@leasehold/adapters-http'];
+  const count = (how: string) => `console.log(${JSON.stringify(how)}, mods.map((m) => Object.keys(m).length).join(' / '), 'exports')`;
+  run('node', ['-e', `const mods = ${JSON.stringify(entries)}.map((e) => require(e)); ${count('require:')}`], app, true);
+  run('node', ['--input-type=module', '-e', `const mods = await Promise.all(${JSON.stringify(entries)}.map((e) => import(e))); ${count('import: ')}`], app, true);
+}
+
+/** Starts a Quick Start program, waits until it did its work, sends SIGTERM; resolves with ms to exit 0. */
+function runQuickStart(app: string, [command, ...args]: readonly string[], done: RegExp, databaseUrl: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command!, args, { cwd: app, env: { ...process.env, DATABASE_URL: databaseUrl }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    let signalledAt = 0;
+    const fail = (why: string) => {
+      child.kill('SIGKILL');
+      reject(new Error(`${why}; output:\n${output}`));
+    };
+    let timer = setTimeout(() => fail(`did not process its task within ${DONE_TIMEOUT_MS / 1000} s`), DONE_TIMEOUT_MS);
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString('utf8');
+      if (signalledAt || !done.test(output)) return;
+      signalledAt = Date.now();
+      clearTimeout(timer);
+      timer = setTimeout(() => fail(`no exit within ${EXIT_TIMEOUT_MS / 1000} s of SIGTERM`), EXIT_TIMEOUT_MS);
+      child.kill('SIGTERM');
+    };
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
+    child.once('error', reject);
+    child.once('close', (code, signal) => {
+      clearTimeout(timer);
+      if (!signalledAt) return fail(`exited (${signal ?? code}) before processing its task`);
+      if (code !== 0) return fail(`exited with ${signal ?? code} after SIGTERM`);
+      resolve(Date.now() - signalledAt);
+    });
+  });
+}
+
+/** Creates a database for one run (dropped at the end by {@link dropDatabases}); returns its URL. */
+async function freshDatabase(adminUrl: string, name: string): Promise<string> {
+  await admin(adminUrl, `CREATE DATABASE ${name}`);
+  created.push(name);
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+async function dropDatabases(adminUrl: string): Promise<void> {
+  for (const name of created.splice(0)) await admin(adminUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+}
+
+async function admin(adminUrl: string, statement: string): Promise<void> {
+  const client = new pg.Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    await client.query(statement);
+  } finally {
+    await client.end();
+  }
+}
+
+function run(command: string, args: string[], cwd: string, echo = false): string {
+  const result = spawnSync(command, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  if (echo || result.status !== 0) process.stdout.write(result.stdout + result.stderr);
+  if (result.status !== 0) throw new Error(`${command} ${args.join(' ')} exited with ${result.status} in ${cwd}`);
+  return result.stdout;
+}
+
+function step(text: string): void {
+  console.log(`\n--> ${text}`);
+}
