@@ -8,6 +8,7 @@
 //     promptly on SIGTERM;
 //   - every entry point loaded with `import` and with `require`, and `npx leasehold` run.
 // Tarballs: `--tarballs <dir>` (what check:packages left in .tmp/packages), else packed afresh.
+// Kysely: `--kysely 0.28.0,0.29.0` instead of the latest 0.28 and 0.29.
 // Database: DATABASE_URL (one new database per run), else a throwaway PostgreSQL.
 import { spawn, spawnSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -17,7 +18,8 @@ import pg from 'pg';
 import { startEmbeddedPostgres, type ThrowawayPostgres } from '@leasehold/core/testing';
 import { packAll, readManifest, ROOT, tarballsIn } from './packages.js';
 
-const KYSELY_VERSIONS = ['0.28', '0.29'];
+/** The Kysely minors of the peer range (latest patch of each); `--kysely 0.28.0,0.29.0` tests others. */
+const KYSELY_VERSIONS = option('--kysely')?.split(',') ?? ['0.28', '0.29'];
 /** The Quick Start's programs, and what each prints once it has done its work. */
 const PROGRAMS = [
   { file: 'tasks', done: /sending the welcome mail to ada@example\.com/ },
@@ -31,8 +33,8 @@ const VARIANTS = [
 const DONE_TIMEOUT_MS = 60_000;
 const EXIT_TIMEOUT_MS = 10_000;
 
-const tarballArg = process.argv.indexOf('--tarballs');
-const tarballs = tarballArg > 0 ? tarballsIn(resolve(process.argv[tarballArg + 1]!)) : packAll(join(mkdtempSync(join(tmpdir(), 'leasehold-tgz-')), 'packages'));
+const tarballDir = option('--tarballs');
+const tarballs = tarballDir ? tarballsIn(resolve(tarballDir)) : packAll(join(mkdtempSync(join(tmpdir(), 'leasehold-tgz-')), 'packages'));
 if (tarballs.length === 0) throw new Error('no tarballs to install');
 const devPins = readManifest(ROOT).devDependencies ?? {};
 const pin = (name: string) => `${name}@${devPins[name] ?? 'latest'}`;
@@ -179,6 +181,11 @@ function run(command: string, args: string[], cwd: string, echo = false): string
   if (echo || result.status !== 0) process.stdout.write(result.stdout + result.stderr);
   if (result.status !== 0) throw new Error(`${command} ${args.join(' ')} exited with ${result.status} in ${cwd}`);
   return result.stdout;
+}
+
+function option(name: string): string | undefined {
+  const at = process.argv.indexOf(name);
+  return at < 0 ? undefined : process.argv[at + 1];
 }
 
 function step(text: string): void {
