@@ -16,6 +16,20 @@ describe('examples run to a successful end', () => {
     expect(result.code, result.stderr).toBe(0);
   });
 
+  // The README's Quick Start (embedded there verbatim): a worker or dispatcher that runs until
+  // the platform stops it. scripts/consumer-test.ts runs the same files from the packed packages.
+  it.each([
+    ['the Quick Start: a task enqueued with the user, then run', 'examples/src/quick-start/tasks.ts', /sending the welcome mail to ada@example\.com/],
+    ['the Quick Start: an outbox event recorded with the order, then published', 'examples/src/quick-start/outbox.ts', /publishing OrderPlaced for order \d+/],
+  ])('%s; SIGTERM stops it with exit code 0', async (_name, file, done) => {
+    const child = startProgram(file, envWith(t.url));
+    await printed(child, done);
+    child.kill('SIGTERM');
+    const result = await finished(child);
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stderr).toBe('');
+  });
+
   it('the demo (DATABASE_URL): every event applied exactly once despite a 503 outage and a SIGKILLed worker', async () => {
     const result = await runProgram('examples/src/demo/main.ts', envWith(t.url));
     expect(result.stdout).toContain('OK: every event was applied exactly once.');
