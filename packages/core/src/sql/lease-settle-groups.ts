@@ -32,8 +32,13 @@ export async function leaseSettleGroups(executor: Executor, table: LeasedTable<u
                           WHERE h.id = grp.head_id AND h.status IN ('pending', 'processing', 'dead'))
       ), next AS (
         SELECT headless.group_key,
-               (SELECT b.id FROM ${t} AS b WHERE b.group_key = headless.group_key AND b.blocked
-                ORDER BY b.id LIMIT 1) AS id
+               -- the group's key as a range, not "=": with "=" the planner may walk the primary
+               -- key in id order through every blocked row of the other groups (12 s for 1,000
+               -- new groups beside 70,000 blocked rows); a range keeps group_key in the ORDER BY,
+               -- which only the blocked index serves
+               (SELECT b.id FROM ${t} AS b
+                WHERE b.group_key >= headless.group_key AND b.group_key <= headless.group_key AND b.blocked
+                ORDER BY b.group_key, b.id LIMIT 1) AS id
         FROM headless
       ), unblocked AS (
         UPDATE ${t} AS u SET blocked = false FROM next WHERE u.id = next.id RETURNING u.id
