@@ -1,0 +1,62 @@
+import { leaseClaim, type LeasedTable } from '@leasehold/core';
+import type pg from 'pg';
+
+/** What one claim statement read, from its EXPLAIN (ANALYZE) plan. */
+export interface ClaimPlanReads {
+  /** Rows of the leased table that the claim's scans returned or filtered out, over all loops. */
+  readonly rowsTouched: number;
+  /** Of those, rows a scan read and then discarded (`Rows Removed by Filter`). */
+  readonly rowsDiscarded: number;
+  /** The plan, as text, for failure messages. */
+  readonly plan: string;
+}
+
+interface PlanNode {
+  'Node Type': string;
+  'Relation Name'?: string;
+  'Actual Rows'?: number;
+  'Actual Loops'?: number;
+  'Rows Removed by Filter'?: number;
+  'Rows Removed by Index Recheck'?: number;
+  Plans?: PlanNode[];
+}
+
+/**
+ * Runs the claim `leaseClaim` would send, under EXPLAIN (ANALYZE, FORMAT JSON) in a transaction
+ * that is rolled back, and counts the rows its scans of the leased table touched. A claim whose
+ * cost follows only what it can take touches about `batch` rows per source, however many rows
+ * wait behind a group's head or are scheduled for later.
+ */
+export async function claimPlanReads(pool: pg.Pool, table: LeasedTable<unknown>, batch: number, names?: readonly string[]): Promise<ClaimPlanReads> {
+  let statement: { text: string; values: unknown[] } | undefined;
+  const recorder = {
+    query: async (arg: string | { text: string; values?: unknown[] }, values?: unknown[]) => {
+      statement = typeof arg === 'string' ? { text: arg, values: values ?? [] } : { text: arg.text, values: arg.values ?? [] };
+      return { rows: [], rowCount: 0 };
+    },
+  };
+  await leaseClaim(recorder, table, { owner: 'explain', batch, leaseMs: 60_000, names });
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    const { rows } = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${statement!.text}`, statement!.values);
+    const root = rows[0]!['QUERY PLAN'][0].Plan;
+    let touched = 0;
+    let discarded = 0;
+    const visit = (node: PlanNode) => {
+      if (node['Relation Name'] === table.table && /Scan/.test(node['Node Type'])) {
+        const loops = node['Actual Loops'] ?? 1;
+        // EXPLAIN reports rows and removed rows per loop
+        const removed = ((node['Rows Removed by Filter'] ?? 0) + (node['Rows Removed by Index Recheck'] ?? 0)) * loops;
+        touched += (node['Actual Rows'] ?? 0) * loops + removed;
+        discarded += removed;
+      }
+      node.Plans?.forEach(visit);
+    };
+    visit(root);
+    return { rowsTouched: touched, rowsDiscarded: discarded, plan: JSON.stringify(root, null, 1) };
+  } finally {
+    await client.query('ROLLBACK');
+    client.release();
+  }
+}
