@@ -26,6 +26,15 @@ export interface BenchConfig {
     readonly loops: number;
     readonly batch: number;
   };
+  readonly claimBlocked: {
+    /** Rows behind one dead head, one table per size (besides one with none). */
+    readonly blocked: readonly [number, number];
+    /** Pending healthy rows, one per group. */
+    readonly healthy: number;
+    readonly drain: number;
+    readonly loops: number;
+    readonly batch: number;
+  };
 }
 
 export const USAGE = `usage: npm run bench -- [--quick] [--rounds N] [--only w1,w2] [--json FILE] [--explain]
@@ -77,5 +86,6 @@ export function parseBenchArgs(argv: readonly string[], env: NodeJS.ProcessEnv):
     outbox: { n: 20_000 / div, aggregates: 1000 / div, concurrency: 8 },
     heartbeat: { tasks: 1000 / div, leaseMs: 3000, measureMs: quick ? 3500 : 6000 },
     claimCost: { finished: 1_000_000 / div, pending: 100_000 / div, drain: 20_000 / div, loops: 4, batch: 50 },
+    claimBlocked: { blocked: [50_000 / div, 500_000 / div], healthy: 40_000 / div, drain: 20_000 / div, loops: 4, batch: 50 },
   };
 }

@@ -1,9 +1,9 @@
 // Claim cost as the table grows: the same drain (claim + one fenced finalize per batch, with the
 // public primitives) against a table holding 0 finished rows and one holding 1,000,000, both with
 // 100,000 pending. Finished rows must stay out of the claim's way (partial indexes).
-import pg from 'pg';
-import { claim, leaseFinalizeMany, leaseClaim, migrate, taskTable, toDone, type LeasedTable, type TaskRow } from '@leasehold/core';
-import { hrtimeMs } from '../lib/stats.js';
+import type pg from 'pg';
+import { migrate, taskTable, type LeasedTable, type TaskRow } from '@leasehold/core';
+import { drainClaims, explainClaim, type DrainResult } from '../lib/claim-drain.js';
 import type { BenchContext, RoundResult, Workload } from '../lib/workload.js';
 
 const EMPTY = 'claim_empty';
@@ -44,39 +44,9 @@ async function insertPending(admin: pg.Pool, schema: string, n: number): Promise
   );
 }
 
-/** `loops` concurrent claim → finalize loops until `n` rows are done; returns jobs/s. */
-async function drain(ctx: BenchContext, state: TableState): Promise<{ rate: number; done: number; lost: number }> {
+async function drain(ctx: BenchContext, state: TableState): Promise<DrainResult> {
   const { drain: n, loops, batch } = ctx.config.claimCost;
-  const pool = new pg.Pool({ connectionString: ctx.url, max: loops });
-  try {
-    await Promise.all(Array.from({ length: loops }, () => pool.query('SELECT 1')));
-    let taken = 0;
-    let done = 0;
-    let lost = 0;
-    const loop = async (k: number) => {
-      while (taken < n) {
-        const want = Math.min(batch, n - taken);
-        taken += want;
-        const tasks = await claim(pool, { table: state.table, owner: `bench-${k}`, batch: want, lease: '60s' });
-        if (tasks.length === 0) return;
-        const results = await leaseFinalizeMany(
-          pool,
-          state.table,
-          tasks.map((t) => ({ id: t.id, leaseVersion: t.leaseVersion, transition: toDone() })),
-        );
-        for (const r of results) {
-          if (r.won) done++;
-          else lost++;
-        }
-      }
-    };
-    const t0 = process.hrtime.bigint();
-    await Promise.all(Array.from({ length: loops }, (_, k) => loop(k)));
-    const ms = hrtimeMs(t0, process.hrtime.bigint());
-    return { rate: (done / ms) * 1000, done, lost };
-  } finally {
-    await pool.end();
-  }
+  return drainClaims(ctx, state.table, n, loops, batch);
 }
 
 /** Puts the table back as it was: the round's finished rows go, as many new pending rows come. */
@@ -86,47 +56,6 @@ async function restore(ctx: BenchContext, state: TableState): Promise<void> {
   await insertPending(admin, state.schema, gone.rowCount ?? 0);
   await admin.query(`VACUUM ANALYZE ${state.schema}.task`);
   await admin.query('CHECKPOINT');
-}
-
-/** EXPLAIN (ANALYZE, BUFFERS) of the claim statement, rolled back so nothing changes. */
-export async function explainClaim(ctx: BenchContext, table: LeasedTable<TaskRow>, batch: number): Promise<string> {
-  let text = '';
-  let values: unknown[] = [];
-  // leaseClaim compiles its statement for a plain pg executor; this one only records it (as
-  // text + values, or as a named query config)
-  const recorder = {
-    query: async (arg: string | { text: string; values?: unknown[] }, v?: unknown[]) => {
-      text = typeof arg === 'string' ? arg : arg.text;
-      values = (typeof arg === 'string' ? v : arg.values) ?? [];
-      return { rows: [], rowCount: 0 };
-    },
-  };
-  await leaseClaim(recorder, table, { owner: 'explain', batch, leaseMs: 60_000 });
-  const explain = async (generic: boolean) => {
-    const client = await ctx.admin.connect();
-    try {
-      await client.query('BEGIN');
-      let plan;
-      if (generic) {
-        // the worker prepares the claim, and after five runs PostgreSQL may switch to the
-        // generic plan: show that one too (EXPLAIN EXECUTE takes no bound parameters, so the
-        // values go in as literals; they are numbers and fixed strings)
-        await client.query('SET LOCAL plan_cache_mode = force_generic_plan');
-        await client.query(`PREPARE leasehold_bench_claim AS ${text}`);
-        const literals = values.map((v) => (typeof v === 'number' ? String(v) : `'${String(v).replaceAll("'", "''")}'`));
-        plan = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN (ANALYZE, BUFFERS) EXECUTE leasehold_bench_claim(${literals.join(', ')})`);
-      } else {
-        plan = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN (ANALYZE, BUFFERS) ${text}`, values);
-      }
-      return plan.rows.map((r) => r['QUERY PLAN']).join('\n');
-    } finally {
-      await client.query('ROLLBACK');
-      // a prepared statement outlives the transaction
-      if (generic) await client.query('DEALLOCATE ALL');
-      client.release();
-    }
-  };
-  return `-- custom plan (these parameters)\n${await explain(false)}\n-- generic plan (a prepared statement after five runs)\n${await explain(true)}`;
 }
 
 export const claimCost: Workload = {
@@ -151,7 +80,7 @@ export const claimCost: Workload = {
   async round(ctx, round): Promise<RoundResult> {
     // alternate which table goes first, so neither always runs on a warmer cache
     const order = round % 2 ? states : [...states].reverse();
-    const out: Record<string, { rate: number; done: number; lost: number }> = {};
+    const out: Record<string, DrainResult> = {};
     for (const s of order) {
       out[s.schema] = await drain(ctx, s);
       await restore(ctx, s);

@@ -1,5 +1,6 @@
 // Every workload, in the order the bench runs them within a round.
 import type { Workload } from '../lib/workload.js';
+import { claimBlocked } from './claim-blocked.js';
 import { claimCost } from './claim-cost.js';
 import { enqueueBulk, enqueueSingle } from './enqueue.js';
 import { heartbeat } from './heartbeat.js';
@@ -17,4 +18,5 @@ export const WORKLOADS: readonly Workload[] = [
   outboxOrdered,
   heartbeat,
   claimCost,
+  claimBlocked,
 ];
