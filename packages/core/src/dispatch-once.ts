@@ -1,9 +1,11 @@
 import { DEFAULT_BACKOFF, type BackoffPolicy } from './backoff.js';
-import { MAX_DELAY_MS, parseDuration, parseInteger, type Duration } from './duration.js';
+import { MAX_DELAY_MS, parseDuration, type Duration } from './duration.js';
+import { checkInteger } from './input/integer.js';
+import { INTEGER_RANGES } from './input/limits.js';
 import { LeaseLostError, toError } from './errors.js';
 import type { TaskRow } from './leased-table.js';
 import { classifyOutcome, type OutcomeKind } from './outcome.js';
-import { checkOwner, resolveTable, type TableOptions } from './primitives.js';
+import { checkNames, checkOwner, resolveTable, type TableOptions } from './primitives.js';
 import type { Executor } from './sql/execute.js';
 import { leaseClaim } from './sql/lease-claim.js';
 import { leaseFinalizeMany } from './sql/lease-finalize-many.js';
@@ -49,14 +51,15 @@ export async function dispatchOnce<Row = TaskRow>(
   options: DispatchOnceOptions<Row>,
 ): Promise<DispatchReport> {
   const owner = checkOwner(options.owner);
-  const batch = parseInteger(options.batch ?? 50, 'batch', 1, 10_000);
+  const batch = checkInteger(options.batch ?? 50, 'batch', INTEGER_RANGES.batch);
+  const names = checkNames(options.names);
   const leaseMs = parseDuration(options.lease ?? '60s', 'lease');
   const maxDeferAgeMs = options.maxDeferAge === undefined ? null : parseDuration(options.maxDeferAge, 'maxDeferAge', { max: MAX_DELAY_MS });
   const policy = { backoff: options.backoff ?? DEFAULT_BACKOFF, maxDeferAgeMs };
   const onLeaseLost = options.onLeaseLost ?? warnLeaseLost;
   const table = resolveTable(options);
 
-  const { claimed } = await leaseClaim(executor, table, { owner, batch, leaseMs, names: options.names });
+  const { claimed } = await leaseClaim(executor, table, { owner, batch, leaseMs, names });
   const outcomes: DispatchReport['outcomes'][number][] = [];
   const lost: string[] = [];
   for (const task of claimed) {

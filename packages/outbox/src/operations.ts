@@ -1,5 +1,10 @@
 import {
+  checkInteger,
+  checkRowId,
+  checkText,
   ConfigError,
+  INPUT_LIMITS,
+  INTEGER_RANGES,
   leaseDeadList,
   leasePurgeDone,
   leaseRetryDeadMany,
@@ -63,10 +68,7 @@ export interface PurgeDoneResult {
 
 /** @internal */
 export async function listDead(executor: Executor, table: LeasedTable<OutboxRow>, options: DeadListOptions = {}): Promise<DeadMessage[]> {
-  const limit = options.limit ?? 100;
-  if (!Number.isInteger(limit) || limit < 1 || limit > 10_000) {
-    throw new ConfigError('limit', `Expected \`limit\` to be an integer between 1 and 10000, got ${String(limit)}`);
-  }
+  const limit = checkInteger(options.limit ?? 100, 'limit', INTEGER_RANGES.batch);
   const afterId = options.afterId === undefined ? null : checkIds([options.afterId], 'afterId')[0]!;
   const rows = await leaseDeadList(executor, table, { limit, afterId });
   return rows.map((r) => ({
@@ -96,10 +98,7 @@ export async function skipDead(executor: Executor, table: LeasedTable<unknown>, 
 /** @internal */
 export async function purgeDone(executor: Executor, table: LeasedTable<unknown>, options: PurgeDoneOptions): Promise<PurgeDoneResult> {
   const olderThanMs = parseDuration(options?.olderThan, 'olderThan', { allowZero: true });
-  const batchSize = options.batchSize ?? 1_000;
-  if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 100_000) {
-    throw new ConfigError('batchSize', `Expected \`batchSize\` to be an integer between 1 and 100000, got ${String(batchSize)}`);
-  }
+  const batchSize = checkInteger(options.batchSize ?? 1_000, 'batchSize', INTEGER_RANGES.purgeBatchSize);
   let deleted = 0;
   let batches = 0;
   // one short statement per batch, so no lock outlives a batch (with a pool executor)
@@ -113,21 +112,16 @@ export async function purgeDone(executor: Executor, table: LeasedTable<unknown>,
 }
 
 function checkIds(ids: unknown, option: string): string[] {
-  if (!Array.isArray(ids) || ids.length === 0 || ids.length > 10_000) {
-    throw new ConfigError(option, `Expected \`${option}\` to be a non-empty array of at most 10000 message ids`);
+  const { min, max } = INTEGER_RANGES.idsPerCall;
+  if (!Array.isArray(ids) || ids.length < min || ids.length > max) {
+    throw new ConfigError(option, `Expected \`${option}\` to be a non-empty array of at most ${max} message ids`);
   }
-  return ids.map((id: unknown) => {
-    const text = typeof id === 'bigint' || typeof id === 'number' ? String(id) : id;
-    if (typeof text !== 'string' || !/^[1-9][0-9]{0,18}$/.test(text)) {
-      throw new ConfigError(option, `Expected \`${option}\` to hold message ids (positive integers), got ${JSON.stringify(String(id))}`);
-    }
-    return text;
-  });
+  // ids may come as numbers or bigints from an application's own queries
+  return ids.map((id: unknown) => checkRowId(typeof id === 'bigint' || typeof id === 'number' ? String(id) : id, option));
 }
 
 function checkReason(reason: unknown): string {
-  if (typeof reason !== 'string' || reason.trim() === '' || reason.length > 2_000) {
-    throw new ConfigError('reason', 'Expected `reason` to be a non-empty string of at most 2000 characters: say why, for the next person');
-  }
-  return reason;
+  const text = checkText(reason, 'reason', { maxBytes: INPUT_LIMITS.reasonBytes });
+  if (text.trim() === '') throw new ConfigError('reason', 'Expected `reason` to say why, for the next person');
+  return text;
 }
