@@ -27,22 +27,25 @@ afterAll(async () => {
   await server?.stop();
 });
 
-/** The server's processes: the postmaster (first line of postmaster.pid) and its children. */
+/** The server's processes: the postmaster (started with `-p <port>`) and its children. */
 function serverPids(): number[] {
-  const postmaster = Number(readFileSync(`${server.dataDir}/postmaster.pid`, 'utf8').split('\n')[0]);
-  const children = readdirSync('/proc')
-    .filter((entry) => /^\d+$/.test(entry))
-    .filter((pid) => {
-      try {
-        // /proc/<pid>/stat: "pid (comm) state ppid …"; comm may hold spaces, so split after ')'
-        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-        return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === postmaster;
-      } catch {
-        return false; // ended meanwhile
-      }
-    })
-    .map(Number);
-  return [postmaster, ...children];
+  const pids = readdirSync('/proc').filter((entry) => /^\d+$/.test(entry));
+  const read = (pid: string, file: string) => {
+    try {
+      return readFileSync(`/proc/${pid}/${file}`, 'utf8');
+    } catch {
+      return ''; // ended meanwhile
+    }
+  };
+  // backends rewrite their command line; only the postmaster still shows its arguments
+  const postmaster = pids.find((pid) => read(pid, 'cmdline').split('\0').join(' ').includes(` -p ${server.port} `));
+  if (!postmaster) throw new Error(`no postmaster listening on port ${server.port}`);
+  // /proc/<pid>/stat: "pid (comm) state ppid …"; comm may hold spaces, so split after ')'
+  const children = pids.filter((pid) => {
+    const stat = read(pid, 'stat');
+    return stat !== '' && stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1] === postmaster;
+  });
+  return [postmaster, ...children].map(Number);
 }
 
 function signal(pids: number[], sig: NodeJS.Signals): void {
