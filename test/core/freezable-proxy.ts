@@ -9,6 +9,7 @@ import { createServer, connect, type Socket } from 'node:net';
 export interface FreezableProxy {
   /** `url` with host and port replaced by the proxy's. */
   readonly url: string;
+  readonly port: number;
   /** Stops forwarding on every connection, open or new. */
   freeze(): void;
   /** New connections from now on hang; open ones keep working. */
@@ -26,8 +27,8 @@ interface Link {
   readonly upstream: Socket | undefined;
 }
 
-/** Starts a proxy on 127.0.0.1 in front of the server `url` points at. */
-export async function startFreezableProxy(url: string): Promise<FreezableProxy> {
+/** Starts a proxy on 127.0.0.1 (on `port`, else a free one) in front of the server `url` points at. */
+export async function startFreezableProxy(url: string, port = 0): Promise<FreezableProxy> {
   const target = new URL(url);
   const links = new Set<Link>();
   let mode: 'forward' | 'hold-new' | 'frozen' = 'forward';
@@ -58,7 +59,7 @@ export async function startFreezableProxy(url: string): Promise<FreezableProxy> 
     client.once('close', drop);
     upstream.once('close', drop);
   });
-  server.listen(0, '127.0.0.1');
+  server.listen(port, '127.0.0.1');
   await once(server, 'listening');
   const address = server.address();
   if (typeof address !== 'object' || address === null) throw new Error('proxy has no address');
@@ -68,6 +69,7 @@ export async function startFreezableProxy(url: string): Promise<FreezableProxy> 
 
   return {
     url: proxied.toString(),
+    port: address.port,
     freeze() {
       mode = 'frozen';
       for (const { client, upstream } of links) {

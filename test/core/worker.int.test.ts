@@ -167,7 +167,7 @@ describe('the worker', () => {
       },
     });
     const worker = track(createWorker({ pool: t.pool, tasks: [failing], pollInterval: 50 }));
-    const dead = nextEvent(worker, 'task:dead', ({ error }) => error.includes('no such account'));
+    const dead = nextEvent(worker, 'task:dead', ({ error }) => error.message.includes('no such account'));
     const retrying = nextEvent(worker, 'task:retrying');
     await enqueue(t.pool, failing, { kind: 'permanent' });
     await enqueue(t.pool, failing, { kind: 'flaky' });
@@ -179,7 +179,7 @@ describe('the worker', () => {
     const r = await retrying;
     expect(r.error.message).toBe('flaky');
     expect(r.delayMs).toBeLessThan(10_000);
-    expect((await invalid).error).toContain('kind missing');
+    expect((await invalid).error.message).toContain('kind missing');
     await worker.stop();
   });
 

@@ -99,3 +99,12 @@ export type { HandlerContext } from './worker/handler-context.js';
 export type { CommitHook } from './worker/finalizer.js';
 export type { WorkerEventMap } from './worker/events.js';
 export { runSettings, type RunOptions, type RunSettings } from './worker/settings.js';
+export {
+  DatabaseNotReadyError,
+  DATABASE_NOT_READY_REASONS,
+  MIGRATE_HINT,
+  describeDatabaseError,
+  type DatabaseNotReadyReason,
+} from './worker/database-not-ready-error.js';
+/** @internal for @leasehold/outbox: core's migration line, which its dispatcher requires at start(). */
+export { CORE_MIGRATION_LINE } from './worker/core-migration-line.js';

@@ -1,19 +1,25 @@
 import {
   ConfigError,
+  CORE_MIGRATION_LINE,
   createLeaseWorker,
   parseDuration,
   type Duration,
   type LeaseWorker,
   type PgPoolLike,
+  type WorkerLogger,
 } from '@leasehold/core';
 import { checkDispatchTiming, fittingBatch } from './dispatch-timing.js';
+import { MIGRATIONS } from './migrate/generated-migrations.js';
 import { toOutboxMessage } from './outbox-message.js';
 import { outboxTable, type OutboxRow } from './outbox-table.js';
 import type { Publisher } from './publisher.js';
 
 /** Options of {@link createDispatcher}. */
 export interface DispatcherOptions {
-  /** A `pg` pool: claims and finalizes, plus one connection held for LISTEN. */
+  /**
+   * A `pg` pool for claims, heartbeats and finalizes. LISTEN uses a connection of its own, opened
+   * with the pool's settings, so a pool of one connection is enough.
+   */
   pool: PgPoolLike;
   /** Delivers each message; see {@link Publisher}. */
   publisher: Publisher;
@@ -47,6 +53,12 @@ export interface DispatcherOptions {
   heartbeatInterval?: Duration;
   /** Wake on NOTIFY from the outbox's insert trigger. @defaultValue true */
   listen?: boolean;
+  /**
+   * Where dead messages, lost leases, dispatcher errors and database outages are logged, besides
+   * the events; pino, bunyan and `console` fit as they are. `null` for events only.
+   * @defaultValue console
+   */
+  logger?: WorkerLogger | null;
 }
 
 /**
@@ -99,6 +111,9 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     maxDeferAge: options.maxDeferAge,
     heartbeatInterval: options.heartbeatInterval,
     listen: options.listen,
+    logger: options.logger,
+    // start() refuses a schema whose outbox (or core, whose trigger function it uses) is behind
+    migrationLines: [CORE_MIGRATION_LINE, { line: 'outbox', migrations: MIGRATIONS }],
   });
 }
 

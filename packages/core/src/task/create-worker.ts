@@ -4,6 +4,7 @@ import { taskInsertMany } from '../sql/task-insert-many.js';
 import type { Claimed } from '../sql/lease-row.js';
 import { taskCheckpoint } from '../sql/task-checkpoint.js';
 import type { PgPoolLike } from '../sql/transaction.js';
+import { CORE_MIGRATION_LINE } from '../worker/core-migration-line.js';
 import type { HandlerContext } from '../worker/handler-context.js';
 import { createLeaseWorker, type LeaseWorker } from '../worker/lease-worker.js';
 import type { LeaseWorkerOptions } from '../worker/lease-worker-options.js';
@@ -57,6 +58,8 @@ export function createWorker(options: WorkerOptions): Worker {
     lease: Math.max(...[...byName.values()].map((d) => d.settings.leaseMs)),
     leaseMsByName: new Map([...byName].map(([name, d]) => [name, d.settings.leaseMs])),
     settingsFor: (task) => definition(task).settings,
+    // start() refuses a schema that core's migrate() has not brought up to date
+    migrationLines: [CORE_MIGRATION_LINE],
     handle: async (task, ctx) => {
       const def = definition(task);
       // an invalid payload throws PayloadValidationError: the task goes dead with the message

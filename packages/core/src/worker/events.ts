@@ -16,8 +16,11 @@ export interface WorkerEventMap<Row> {
   'task:retrying': [{ task: Claimed<Row>; error: Error; delayMs: number }];
   /** The handler deferred the task; pending after `delayMs`, attempt refunded. */
   'task:deferred': [{ task: Claimed<Row>; delayMs: number; reason: string }];
-  /** The task went dead (permanent failure, attempts exhausted, invalid payload, defer age). */
-  'task:dead': [{ task: Claimed<Row>; error: string }];
+  /**
+   * The task went dead (permanent failure, attempts exhausted, invalid payload, defer age):
+   * `error` is what the handler threw (a deferral past its age bound: an `Error` with its reason).
+   */
+  'task:dead': [{ task: Claimed<Row>; error: Error }];
   /** The fencing token moved on (heartbeat or finalize refused): this worker's result was not written. */
   'task:lease-lost': [{ task: Claimed<Row>; error: LeaseLostError }];
   /** Returned to pending unfinished, attempt refunded (the worker is stopping). */

@@ -3,15 +3,22 @@ import { randomUUID } from 'node:crypto';
 import { parseDuration, parseInteger, type Duration } from '../duration.js';
 import { ConfigError } from '../errors.js';
 import type { LeasedTable } from '../leased-table.js';
+import type { MigrationLine } from '../migrate/migrator.js';
 import { checkOwner } from '../primitives.js';
 import type { Claimed } from '../sql/lease-row.js';
 import type { PgPoolLike } from '../sql/transaction.js';
 import type { HandlerContext } from './handler-context.js';
 import { runSettings, type RunOptions, type RunSettings } from './settings.js';
+import type { WorkerLogger } from './worker-log.js';
+
+export type { WorkerLogger } from './worker-log.js';
 
 /** Options of {@link createLeaseWorker}. */
 export interface LeaseWorkerOptions<Row> extends RunOptions {
-  /** A `pg` pool: queries, plus one connection held for LISTEN. */
+  /**
+   * A `pg` pool for the worker's statements. LISTEN uses a connection of its own, opened with the
+   * pool's settings (`new pool.Client(pool.options)`), so a pool of one connection is enough.
+   */
   pool: PgPoolLike;
   /** The table to work on (core's `taskTable(schema)`, the outbox, …). */
   table: LeasedTable<Row>;
@@ -42,16 +49,18 @@ export interface LeaseWorkerOptions<Row> extends RunOptions {
   /** Wait for notifications on a dedicated connection. @defaultValue true */
   listen?: boolean;
   /**
-   * Where lost leases (warn) and unheard worker errors (error) are logged, besides the events;
+   * Where the worker logs, besides its events: a dead task and a worker error (error), a lost
+   * lease, an abandoned stop and the start of a database outage (warn), the outage's end (info),
+   * retries (debug). pino, bunyan and `console` fit as they are (see {@link WorkerLogger});
    * `null` for events only. @defaultValue console
    */
   logger?: WorkerLogger | null;
-}
-
-/** The two log levels a worker writes. `console` fits. */
-export interface WorkerLogger {
-  warn(message: string, meta?: object): void;
-  error(message: string, meta?: object): void;
+  /**
+   * Migration lines the table needs: `start()` refuses a schema where one is not applied up to
+   * its last migration. `createWorker` and the outbox dispatcher pass their own. @defaultValue none
+   * (`start()` then checks only that the table exists)
+   */
+  migrationLines?: readonly MigrationLine[];
 }
 
 /** Checked, frozen options. @internal */
@@ -71,6 +80,7 @@ export interface NormalizedLeaseWorkerOptions<Row> {
   readonly leaseMsByName: ReadonlyMap<string, number> | undefined;
   readonly listen: boolean;
   readonly logger: WorkerLogger | null;
+  readonly migrationLines: readonly MigrationLine[];
 }
 
 /** Validates every option before anything touches the database. @internal */
@@ -110,6 +120,15 @@ export function normalizeLeaseWorkerOptions<Row>(options: LeaseWorkerOptions<Row
     settingsFor: options.settingsFor ?? (() => settings),
     leaseMsByName: options.leaseMsByName,
     listen: options.listen ?? true,
-    logger: options.logger === undefined ? console : options.logger,
+    logger: checkLogger(options.logger),
+    migrationLines: Object.freeze([...(options.migrationLines ?? [])]),
   });
+}
+
+function checkLogger(logger: WorkerLogger | null | undefined): WorkerLogger | null {
+  if (logger === undefined) return console;
+  if (logger !== null && (typeof logger?.warn !== 'function' || typeof logger.error !== 'function')) {
+    throw new ConfigError('logger', 'Expected `logger` to have `warn` and `error` methods (pino, bunyan, console), or to be null');
+  }
+  return logger;
 }

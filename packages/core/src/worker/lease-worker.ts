@@ -9,6 +9,8 @@ import { tokenKey, type Claimed } from '../sql/lease-row.js';
 import type { LeaseToken } from '../primitives.js';
 import { toReleased, type Transition } from '../transition.js';
 import { transitionFor } from '../transition-for.js';
+import { checkDatabase, describeTarget } from './check-database.js';
+import { DatabaseNotReadyError } from './database-not-ready-error.js';
 import { safeEmit, type WorkerEventMap } from './events.js';
 import { Finalizer, type CommitHook } from './finalizer.js';
 import type { HandlerContext } from './handler-context.js';
@@ -21,6 +23,7 @@ import type { RunSettings } from './settings.js';
 import { settlesBy } from './settles-by.js';
 import { TrackedPool } from './tracked-pool.js';
 import { Wakeup } from './wakeup.js';
+import { WorkerLog } from './worker-log.js';
 
 /**
  * How long a stop waits, past its `timeout`, for the database to answer the writes that give
@@ -29,6 +32,8 @@ import { Wakeup } from './wakeup.js';
 const STOP_GRACE_MS = 500;
 /** After abandoning, what was cut fails at once; this only bounds a pool that cannot be cut. */
 const ABANDON_SETTLE_MS = 100;
+/** How long `start()` waits for the database to answer its check. */
+const START_CHECK_TIMEOUT_MS = 10_000;
 
 interface InFlight<Row> {
   readonly task: Claimed<Row>;
@@ -82,6 +87,7 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
   readonly #finalizer: Finalizer;
   readonly #heartbeat: Heartbeat;
   readonly #listener: Listener | undefined;
+  readonly #log: WorkerLog;
   #handlers = 0;
   #state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
   #starting: Promise<void> | undefined;
@@ -94,6 +100,7 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
     super();
     this.#o = normalizeLeaseWorkerOptions(options);
     this.owner = this.#o.owner;
+    this.#log = new WorkerLog(this.#o.logger, this.owner);
     const { pool, table } = this.#o;
     this.#db = new TrackedPool(pool);
     this.#finalizer = new Finalizer(this.#db, table, (error) => this.#error(error));
@@ -127,24 +134,46 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
   }
 
   /**
-   * Starts claiming. Resolves once the LISTEN connection is up (or is being retried), or once a
-   * `stop()` called meanwhile has ended the start: then the worker never claims and never
-   * emits `worker:started`.
+   * Checks the database, then starts claiming. Rejects with a {@link DatabaseNotReadyError} that
+   * says what to do when the database cannot be reached (or does not answer within 10 s), does
+   * not exist, refuses the login, or its schema is not migrated or is behind; the worker can then
+   * be started again. Resolves once the worker claims, or once a `stop()` called meanwhile has
+   * ended the start: then the worker never claims and never emits `worker:started`.
    */
   async start(): Promise<void> {
     if (this.#state !== 'new') throw new Error(`worker ${this.owner} was already started`);
     this.#state = 'running';
     this.#db.open();
     onPoolError(this.#o.pool, this.#onPoolError, 'on');
-    await (this.#starting = this.#begin());
+    try {
+      await (this.#starting = this.#begin());
+    } catch (error) {
+      if (this.#state !== 'running') return; // stop() interrupted the start, and cleans up
+      this.#db.abandon(); // a check the database never answered
+      this.#db.close();
+      onPoolError(this.#o.pool, this.#onPoolError, 'off');
+      this.#starting = undefined;
+      this.#state = 'new';
+      throw error;
+    }
   }
 
   async #begin(): Promise<void> {
-    await this.#listener?.start();
+    await this.#checkDatabase();
     if (this.#state !== 'running') return; // stop() began meanwhile, and cleans up
+    await this.#listener?.start();
+    if (this.#state !== 'running') return;
     this.#heartbeat.start();
     this.#loop = this.#claimLoop();
     safeEmit(this, 'worker:started', { owner: this.owner });
+  }
+
+  async #checkDatabase(): Promise<void> {
+    const target = describeTarget(this.#o.pool);
+    const check = checkDatabase(this.#db, this.#o.table, this.#o.migrationLines, target);
+    if (await settlesBy(check, performance.now() + START_CHECK_TIMEOUT_MS)) return check;
+    check.catch(() => undefined); // cut when the start is undone
+    throw new DatabaseNotReadyError('unreachable', `cannot use ${target}: no answer within ${START_CHECK_TIMEOUT_MS / 1000} s`);
   }
 
   /**
@@ -185,7 +214,7 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
 
   /** Everything after the handlers: the start, the claim loop, the writes, the last heartbeat. */
   async #settle(): Promise<void> {
-    await this.#starting;
+    await this.#starting?.catch(() => undefined); // a start that failed has nothing to settle
     await this.#loop;
     await this.#drained();
     await this.#heartbeat.stop();
@@ -208,11 +237,12 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
     this.#heartbeat.stop().catch(() => undefined);
     await settlesBy(settled, performance.now() + ABANDON_SETTLE_MS);
     const ids = tasks.map((t) => t.id).join(', ');
-    this.#o.logger?.warn(
-      `[leasehold] worker ${this.owner} stopped without an answer from the database: ` +
+    this.#log.write(
+      'warn',
+      `worker ${this.owner} stopped without an answer from the database: ` +
         `${tasks.length} task(s) abandoned${tasks.length > 0 ? ` (ids ${ids})` : ''}, ${connections} connection(s) cut; ` +
         'abandoned tasks run again once their lease expires',
-      { owner: this.owner, taskIds: tasks.map((t) => t.id), connections },
+      { taskIds: tasks.map((t) => t.id), connections },
     );
     safeEmit(this, 'worker:abandoned', { owner: this.owner, tasks, connections });
   }
@@ -238,6 +268,7 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
           leaseMsByName: this.#o.leaseMsByName,
         });
         failures = 0;
+        this.#log.reachable();
         for (const reaped of result.reaped) safeEmit(this, 'task:reaped', reaped);
         claimed = result.claimed;
       } catch (error) {
@@ -337,7 +368,7 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
       return;
     }
     const result = await this.#write(f, transition);
-    if (result.won) emitOutcome(this, task, outcome, transition, result.status, performance.now() - f.startedAt);
+    if (result.won) emitOutcome(this, this.#log, task, outcome, transition, result.status, performance.now() - f.startedAt);
   }
 
   /** Writes a fenced transition; a refusal is reported as a lost lease. */
@@ -388,13 +419,16 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
   // The effect may already have happened; whoever owns the task now repeats it, and the task id
   // lets downstream deduplicate. Never silent: an event, and a log line.
   #reportLeaseLost(task: Claimed<Row>, error: LeaseLostError): void {
-    this.#o.logger?.warn(`[leasehold] lost lease: ${error.message}`, { id: task.id, leaseVersion: task.leaseVersion, owner: this.owner });
+    this.#log.write('warn', `lost lease: ${error.message}`, { ...this.#log.task(task), err: error });
     safeEmit(this, 'task:lease-lost', { task, error });
   }
 
+  // An outage is logged once when it starts and once when it ends (the next claim that answers),
+  // not once per failed poll; the event still fires each time.
   #error(error: Error): void {
     if (this.#db.abandoned) return; // what a stop cut fails as it should: no news
-    if (this.listenerCount('worker:error') === 0) this.#o.logger?.error(`[leasehold] worker ${this.owner}: ${error.message}`, { error });
+    const plan = `claims retry with backoff up to ${this.#o.pollIntervalMs} ms until it answers; running tasks keep their leases only while it answers heartbeats`;
+    if (!this.#log.unreachable(error, plan)) this.#log.write('error', `worker error: ${error.message}`, { err: error });
     safeEmit(this, 'worker:error', { error });
   }
 }

@@ -1,0 +1,58 @@
+import type { LeasedTable } from '../leased-table.js';
+import type { MigrationLine } from '../migrate/migrator.js';
+import type { Executor } from '../sql/execute.js';
+import { schemaReadiness, type SchemaReadiness } from '../sql/schema-readiness.js';
+import { DatabaseNotReadyError, describeDatabaseError, MIGRATE_HINT } from './database-not-ready-error.js';
+
+/**
+ * What `start()` checks before it claims: the database answers, `table` exists, and each of
+ * `lines` is applied up to its last migration. Throws a {@link DatabaseNotReadyError} that says
+ * what to do; `target` names the database in the message (no password).
+ */
+export async function checkDatabase(
+  db: Executor,
+  table: LeasedTable<unknown>,
+  lines: readonly MigrationLine[],
+  target: string,
+): Promise<void> {
+  let state: SchemaReadiness;
+  try {
+    state = await schemaReadiness(db, table.schema, table.table);
+  } catch (error) {
+    const { reason, text } = describeDatabaseError(error);
+    throw new DatabaseNotReadyError(reason, `cannot use ${target}: ${text}`, { cause: error });
+  }
+  if (!state.schemaExists || !state.tableExists) {
+    const what = state.schemaExists ? `has no table "${table.table}"` : 'does not exist';
+    throw new DatabaseNotReadyError('not-migrated', `schema "${table.schema}" is not migrated (it ${what}) in ${target}: ${MIGRATE_HINT}`);
+  }
+  for (const { line, migrations } of lines) {
+    const needed = Math.max(0, ...migrations.map((m) => m.version));
+    const applied = state.lines.get(line) ?? 0;
+    if (applied < needed) {
+      throw new DatabaseNotReadyError(
+        'schema-outdated',
+        `schema "${table.schema}" is older than this version of leasehold (migration line "${line}" at version ${applied}, ` +
+          `needs ${needed}) in ${target}: ${MIGRATE_HINT}`,
+      );
+    }
+  }
+}
+
+/** The database a pg pool connects to, for messages: its URL without the password, or host:port/database. */
+export function describeTarget(pool: object): string {
+  const options = (pool as { options?: { connectionString?: string; host?: string; port?: number; database?: string } }).options;
+  if (options?.connectionString) {
+    try {
+      const url = new URL(options.connectionString);
+      if (url.password) url.password = '***';
+      return url.toString();
+    } catch {
+      // not a URL: fall through to the parts
+    }
+  }
+  if (options?.host !== undefined || options?.database !== undefined) {
+    return `${options.host ?? 'localhost'}:${options.port ?? 5432}/${options.database ?? ''}`;
+  }
+  return 'the database';
+}
