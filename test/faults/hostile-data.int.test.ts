@@ -126,7 +126,7 @@ describe('payloads a publisher got wrong', () => {
                 ('order', '"just text"'), ('order', '[]'), ('order', '{"orderId": 3}')`.execute(t.db);
     const worker = track(createWorker({ pool: t.pool, tasks: [order], pollInterval: '100ms' }));
     const dead: string[] = [];
-    worker.on('task:dead', ({ error }) => void dead.push(error));
+    worker.on('task:dead', ({ error }) => void dead.push(error.message));
     await worker.start();
     await expect.poll(statuses, { timeout: 15_000 }).toEqual({ 'order:done': 2, 'order:dead': 4 });
     await worker.stop();

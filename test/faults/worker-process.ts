@@ -96,7 +96,7 @@ worker.on('task:lease-lost', ({ task, error }) =>
   print({ e: 'lost', id: task.id, v: task.leaseVersion, via: error.message.startsWith('finalize refused') ? 'finalize' : 'heartbeat' }),
 );
 worker.on('task:retrying', ({ task, error }) => print({ e: 'retry', id: task.id, v: task.leaseVersion, message: error.message }));
-worker.on('task:dead', ({ task, error }) => print({ e: 'dead', id: task.id, v: task.leaseVersion, message: error }));
+worker.on('task:dead', ({ task, error }) => print({ e: 'dead', id: task.id, v: task.leaseVersion, message: error.message }));
 worker.on('worker:error', ({ error }) => print({ e: 'error', message: error.message }));
 worker.on('heartbeat:failed', ({ error }) => print({ e: 'heartbeat-failed', message: error.message }));
 
