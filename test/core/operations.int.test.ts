@@ -9,6 +9,7 @@ import {
   leaseDeadList,
   leasePurgeDone,
   leaseRetryDeadMany,
+  leaseQueueStats,
   leaseSkipDeadMany,
   leaseStats,
   taskTable,
@@ -222,5 +223,27 @@ describe('leaseStats', () => {
     // the hour-old pending task, by the database's clock
     expect(stats.oldestPendingAgeMs).toBeGreaterThanOrEqual(3_600_000);
     expect(stats.oldestPendingAgeMs).toBeLessThan(3_600_000 + 600_000);
+  });
+});
+
+describe('leaseQueueStats', () => {
+  it('counts per name, blocked rows among the pending, and one oldest-pending age: blocked rows wait, rows scheduled for later do not', async () => {
+    // a dead head an hour old with two rows behind it; a fresh task; one scheduled for tomorrow
+    await insertTasks(t.db, 1, { name: 'sync', status: 'dead', attempts: 3, groupKey: 'acct-1' });
+    await insertTasks(t.db, 2, { name: 'sync', groupKey: 'acct-1' });
+    await sql`UPDATE leasehold.task SET created_at = now() - interval '1 hour', available_at = now() - interval '1 hour' WHERE name = 'sync'`.execute(t.db);
+    await insertTasks(t.db, 1, { name: 'mail' });
+    await insertTasks(t.db, 1, { name: 'report', availableOffsetMs: 86_400_000 });
+
+    const queues = await leaseQueueStats(t.pool, table);
+    expect(queues.map((q) => q.name)).toEqual(['mail', 'report', 'sync']);
+    const [mail, report, sync] = queues;
+    expect(sync).toMatchObject({ pending: 2, blocked: 2, dead: 1, processing: 0, done: 0, expiredLeases: 0 });
+    expect(sync!.oldestPendingAgeMs).toBeGreaterThanOrEqual(3_600_000);
+    expect(mail!.oldestPendingAgeMs).toBeLessThan(600_000);
+    expect(report).toMatchObject({ pending: 1, blocked: 0, oldestPendingAgeMs: null });
+    // leaseStats uses the same definition over the whole table
+    const whole = await leaseStats(t.pool, table);
+    expect(Math.abs(whole.oldestPendingAgeMs! - sync!.oldestPendingAgeMs!)).toBeLessThan(1_000);
   });
 });

@@ -29,10 +29,11 @@ export async function readStats(pool: pg.Pool, tables: LeasedTables): Promise<St
 }
 
 function totalOf(queues: readonly QueueStats[]): Omit<QueueStats, 'name'> {
-  const sum = (key: 'pending' | 'processing' | 'done' | 'dead' | 'expiredLeases') => queues.reduce((n, q) => n + q[key], 0);
+  const sum = (key: 'pending' | 'blocked' | 'processing' | 'done' | 'dead' | 'expiredLeases') => queues.reduce((n, q) => n + q[key], 0);
   const ages = queues.flatMap((q) => (q.oldestPendingAgeMs === null ? [] : [q.oldestPendingAgeMs]));
   return {
     pending: sum('pending'),
+    blocked: sum('blocked'),
     processing: sum('processing'),
     done: sum('done'),
     dead: sum('dead'),

@@ -3,15 +3,17 @@ import type { LeasedTable } from '../leased-table.js';
 import type { TaskStatus } from '../task-status.js';
 import { execute, type Executor } from './execute.js';
 import { tableRef } from './table-ref.js';
+import { oldestWaitingAgeMs } from './waiting-since.js';
 
 /** The design article's monitoring queries (its section 6) for one leased table, read in one snapshot. */
 export interface LeaseStats {
   /** Rows per status (the queue depth); every status is present, 0 when none. */
   readonly counts: Readonly<Record<TaskStatus, number>>;
   /**
-   * Age in ms of the oldest unfinished row (pending or processing), counted from its
-   * `created_at` by the database's clock; null when there is none. It grows without bound when
-   * nothing consumes the table. A row scheduled for later counts from its creation too.
+   * How long the longest-waiting unfinished row has waited, in ms by the database's clock: from
+   * when it became due if it never ran, else from its creation; a row scheduled for later is not
+   * waiting yet. Null when none waits. It grows without bound when nothing consumes the table
+   * (for the outbox, the design article's `now() - min(created_at)`). The CLI shows the same.
    */
   readonly oldestPendingAgeMs: number | null;
   /** Processing rows whose lease has run out (a sign of crashed workers). */
@@ -38,8 +40,7 @@ export async function leaseStats(executor: Executor, table: LeasedTable<unknown>
     sql`
       SELECT
         (SELECT jsonb_object_agg(status, n) FROM (SELECT status, count(*) AS n FROM ${t} GROUP BY status) AS s) AS counts,
-        (SELECT extract(epoch FROM now() - min(created_at)) * 1000 FROM ${t}
-          WHERE status IN ('pending', 'processing')) AS oldest_ms,
+        (SELECT ${oldestWaitingAgeMs()} FROM ${t}) AS oldest_ms,
         (SELECT count(*) FROM ${t} WHERE status = 'processing' AND lease_until < now()) AS expired,
         (SELECT jsonb_agg(jsonb_build_object('attempts', attempts, 'count', n) ORDER BY attempts)
            FROM (SELECT attempts, count(*) AS n FROM ${t}
@@ -50,7 +51,7 @@ export async function leaseStats(executor: Executor, table: LeasedTable<unknown>
   for (const [status, n] of Object.entries(row?.counts ?? {})) counts[status as TaskStatus] = Number(n);
   return {
     counts,
-    oldestPendingAgeMs: row?.oldest_ms == null ? null : Number(row.oldest_ms),
+    oldestPendingAgeMs: row?.oldest_ms == null ? null : Math.max(0, Number(row.oldest_ms)),
     expiredLeases: Number(row?.expired ?? 0),
     attempts: (row?.attempts ?? []).map((a) => ({ attempts: Number(a.attempts), count: Number(a.count) })),
   };
