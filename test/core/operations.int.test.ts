@@ -20,7 +20,7 @@ const t = useTestDatabase();
 const table = taskTable();
 
 beforeEach(async () => {
-  await sql`TRUNCATE leasehold.task`.execute(t.db);
+  await sql`TRUNCATE leasehold.task, leasehold.task_group`.execute(t.db);
 });
 
 interface Resolved {

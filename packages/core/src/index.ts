@@ -60,6 +60,7 @@ export { leaseLockGroups, leaseLockGroupsOfRows } from './sql/lease-lock-groups.
 export { leaseSettleGroups } from './sql/lease-settle-groups.js';
 // operations a person runs on any leased table: monitoring, dead letters, retention
 export { leaseStats, type LeaseStats } from './sql/lease-stats.js';
+export { leaseQueueStats, type QueueStats } from './sql/lease-queue-stats.js';
 export { leaseDeadList, type DeadRow, type DeadFields, type DeadListPage } from './sql/lease-dead-list.js';
 export { leaseRetryDeadMany, leaseSkipDeadMany, type DeadResolution } from './sql/lease-resolve-dead-many.js';
 export { leasePurgeDone } from './sql/lease-purge-done.js';
