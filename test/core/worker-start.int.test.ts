@@ -9,6 +9,7 @@ import {
   CORE_MIGRATION_LINE,
   createWorker,
   DatabaseNotReadyError,
+  isLeaseholdError,
   defineTask,
   migrate,
   type DatabaseNotReadyReason,
@@ -56,6 +57,7 @@ async function expectRefusal(start: () => Promise<void>, reason: DatabaseNotRead
   expect(error).toBeInstanceOf(DatabaseNotReadyError);
   const refusal = error as DatabaseNotReadyError;
   expect({ reason: refusal.reason, code: refusal.code }).toEqual({ reason, code: 'DATABASE_NOT_READY' });
+  expect(isLeaseholdError(error, 'DATABASE_NOT_READY')).toBe(true);
   expect(refusal.message).toMatch(words);
   return refusal;
 }

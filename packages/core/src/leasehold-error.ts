@@ -14,6 +14,7 @@ export const ERROR_CODES = [
   'HANDLER_TIMEOUT',
   'SHUTDOWN',
   'NOT_FOUND',
+  'DATABASE_NOT_READY',
 ] as const;
 
 /** One of {@link ERROR_CODES}. */

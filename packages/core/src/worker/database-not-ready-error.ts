@@ -1,3 +1,5 @@
+import { LeaseholdError } from '../leasehold-error.js';
+
 /** Why a worker's `start()` refused the database. */
 export const DATABASE_NOT_READY_REASONS = ['unreachable', 'no-database', 'login-refused', 'not-migrated', 'schema-outdated'] as const;
 
@@ -21,14 +23,11 @@ export const MIGRATE_HINT = 'run "leasehold migrate" or call migrate()';
  *   else throw error;
  * }
  */
-export class DatabaseNotReadyError extends Error {
-  /** Stable code, like every leasehold error's. */
-  readonly code = 'DATABASE_NOT_READY';
+export class DatabaseNotReadyError extends LeaseholdError {
   readonly reason: DatabaseNotReadyReason;
 
   constructor(reason: DatabaseNotReadyReason, message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = 'DatabaseNotReadyError';
+    super('DATABASE_NOT_READY', message, options);
     this.reason = reason;
   }
 }
