@@ -54,4 +54,15 @@ export interface PublishContext {
  */
 export interface Publisher {
   publish(message: OutboxMessage, context: PublishContext): Promise<void>;
+  /**
+   * Releases what the publisher holds open (a broker connection, a channel). Optional: an
+   * HTTP publisher holds nothing. Call it once no `publish` runs any more, i.e. after
+   * `await dispatcher.stop()`; it resolves within its own bound and is idempotent. A `publish`
+   * after `close()` fails with a retryable error.
+   *
+   * @example
+   * await dispatcher.stop({ timeout: '10s' });
+   * await publisher.close?.();
+   */
+  close?(): Promise<void>;
 }
