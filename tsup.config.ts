@@ -39,6 +39,8 @@ const builds = [
   packageBuild('packages/core', ['src/index.ts', 'src/testing/index.ts']),
   packageBuild('packages/outbox', ['src/index.ts']),
   packageBuild('packages/adapters-http', ['src/index.ts']),
+  packageBuild('packages/adapters-nats', ['src/index.ts']),
+  packageBuild('packages/adapters-amqp', ['src/index.ts']),
   packageBuild('packages/cli', ['src/main.ts'], ['esm']),
 ];
 
