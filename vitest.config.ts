@@ -9,6 +9,8 @@ const alias = [
   { find: /^@leasehold\/core\/testing$/, replacement: source('./packages/core/src/testing/index.ts') },
   { find: /^@leasehold\/outbox$/, replacement: source('./packages/outbox/src/index.ts') },
   { find: /^@leasehold\/adapters-http$/, replacement: source('./packages/adapters-http/src/index.ts') },
+  { find: /^@leasehold\/adapters-nats$/, replacement: source('./packages/adapters-nats/src/index.ts') },
+  { find: /^@leasehold\/adapters-amqp$/, replacement: source('./packages/adapters-amqp/src/index.ts') },
 ];
 
 export default defineConfig({
