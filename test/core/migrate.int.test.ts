@@ -12,17 +12,17 @@ describe('migrate', () => {
   it('is idempotent: a second call applies nothing and leaves one schema', async () => {
     const first = await migrate(t.pool, { schema: 'twice' });
     const second = await migrate(t.db, { schema: 'twice' });
-    expect(first.applied).toEqual(['core:1', 'core:2', 'core:3']);
+    expect(first.applied).toEqual(['core:1', 'core:2', 'core:3', 'core:4']);
     expect(second.applied).toEqual([]);
     const { rows } = await sql<{ n: string }>`SELECT count(*) AS n FROM twice.leasehold_migration`.execute(t.db);
-    expect(rows[0]?.n).toBe('3');
+    expect(rows[0]?.n).toBe('4');
   });
 
   it('is safe from two processes at once', async () => {
     const child = ['--conditions=@leasehold/source', '--import', 'tsx', 'test/core/migrate-child.ts', t.url, 'raced'];
     const results = await Promise.all([run(process.execPath, child), run(process.execPath, child)]);
     const applied = results.map((r) => (JSON.parse(r.stdout.trim()) as MigrateResult).applied);
-    expect(applied.flat().sort()).toEqual(['core:1', 'core:2', 'core:3']); // each migration applied by exactly one of them
+    expect(applied.flat().sort()).toEqual(['core:1', 'core:2', 'core:3', 'core:4']); // each migration applied by exactly one of them
     const { rows } = await sql<{ n: string }>`
       SELECT count(*) AS n FROM information_schema.tables WHERE table_schema = 'raced' AND table_name = 'task'`.execute(t.db);
     expect(rows[0]?.n).toBe('1');

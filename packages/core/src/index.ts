@@ -93,6 +93,14 @@ export type { EnqueueOptions } from './task/enqueue-options.js';
 export { enqueue, enqueueMany, type EnqueueItem } from './task/enqueue.js';
 export { createWorker, type Worker, type WorkerOptions } from './task/create-worker.js';
 
+// schedules
+export { defineSchedule, MAX_CATCH_UP, type ScheduleDefinition, type ScheduleOptions } from './schedule/define-schedule.js';
+export { createScheduler, Scheduler, type SchedulerOptions } from './schedule/scheduler.js';
+export type { SchedulerEventMap } from './schedule/scheduler-events.js';
+export { CronRule } from './schedule/cron-rule.js';
+export { scheduleList, type ScheduleRow } from './sql/schedule-list.js';
+export { scheduleSetPaused } from './sql/schedule-set-paused.js';
+
 // the worker runtime, for any leased table
 export { createLeaseWorker, LeaseWorker, type StopOptions } from './worker/lease-worker.js';
 export type { LeaseWorkerOptions, WorkerLogger } from './worker/lease-worker-options.js';
