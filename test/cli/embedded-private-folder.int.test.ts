@@ -40,7 +40,7 @@ describe('a throwaway PostgreSQL from a checkout in a private folder', () => {
 const PROGRAM = `
 import { existsSync } from 'node:fs';
 import { createConnection } from 'node:net';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { startEmbeddedPostgres } from './embedded-postgres.ts';
 
 const server = await startEmbeddedPostgres();
@@ -50,7 +50,7 @@ try {
     socket.once('connect', () => (socket.destroy(), resolve(true)));
     socket.once('error', () => resolve(false));
   });
-  console.log(JSON.stringify({ accepts, linked: existsSync(join(server.dataDir, 'pgsql')) }));
+  console.log(JSON.stringify({ accepts, linked: existsSync(join(dirname(server.dataDir), 'pgsql')) }));
 } finally {
   await server.stop();
 }

