@@ -6,12 +6,13 @@
 //   - run as ESM TypeScript (tsx), as the compiled plain ESM JavaScript, and as the compiled
 //     CommonJS (`require`); each run must print that it processed its task or event, then exit 0
 //     promptly on SIGTERM;
-//   - every entry point loaded with `import` and with `require`, and `npx leasehold` run.
+//   - every entry point of every package loaded with `import` and with `require`, and
+//     `npx leasehold` run.
 // Tarballs: `--tarballs <dir>` (what check:packages left in .tmp/packages), else packed afresh.
 // Kysely: `--kysely 0.28.0,0.29.0` instead of the latest 0.28 and 0.29.
 // Database: DATABASE_URL (one new database per run), else a throwaway PostgreSQL.
 import { spawn, spawnSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import pg from 'pg';
@@ -34,7 +35,8 @@ const DONE_TIMEOUT_MS = 60_000;
 const EXIT_TIMEOUT_MS = 10_000;
 
 const tarballDir = option('--tarballs');
-const tarballs = tarballDir ? tarballsIn(resolve(tarballDir)) : packAll(join(mkdtempSync(join(tmpdir(), 'leasehold-tgz-')), 'packages'));
+const packedHere = tarballDir ? undefined : mkdtempSync(join(tmpdir(), 'leasehold-tgz-'));
+const tarballs = packedHere ? packAll(packedHere) : tarballsIn(resolve(tarballDir!));
 if (tarballs.length === 0) throw new Error('no tarballs to install');
 const devPins = readManifest(ROOT).devDependencies ?? {};
 const pin = (name: string) => `${name}@${devPins[name] ?? 'latest'}`;
@@ -89,6 +91,7 @@ if (failed) {
   process.exit(1);
 }
 rmSync(work, { recursive: true, force: true });
+if (packedHere) rmSync(packedHere, { recursive: true, force: true });
 console.log('\ntest:consumer: the Quick Start works from the packed packages, as ESM TypeScript, ESM JavaScript and CommonJS');
 
 /** A new folder with its own package.json, the tarballs and the tools a TypeScript user installs. */
@@ -115,8 +118,16 @@ function createApp(app: string, kysely: string): void {
   run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', ...packages], app);
 }
 
+/** Loads every entry point of every installed @leasehold library (its `exports`), with require and with import. */
 function checkEntryPoints(app: string): void {
-  const entries = ['@leasehold/core', '@leasehold/core/testing', '@leasehold/outbox', '@leasehold/adapters-http'];
+  const scope = join(app, 'node_modules', '@leasehold');
+  const entries = readdirSync(scope).flatMap((dir) => {
+    const manifest = JSON.parse(readFileSync(join(scope, dir, 'package.json'), 'utf8')) as { name: string; exports?: Record<string, unknown> };
+    return Object.keys(manifest.exports ?? {})
+      .filter((key) => key !== './package.json')
+      .map((key) => manifest.name + key.slice(1));
+  });
+  console.log(entries.join(', '));
   const count = (how: string) => `console.log(${JSON.stringify(how)}, mods.map((m) => Object.keys(m).length).join(' / '), 'exports')`;
   run('node', ['-e', `const mods = ${JSON.stringify(entries)}.map((e) => require(e)); ${count('require:')}`], app, true);
   run('node', ['--input-type=module', '-e', `const mods = await Promise.all(${JSON.stringify(entries)}.map((e) => import(e))); ${count('import: ')}`], app, true);
