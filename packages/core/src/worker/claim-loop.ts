@@ -1,0 +1,74 @@
+import type { EventEmitter } from 'eventemitter3';
+import { toError } from '../errors.js';
+import { leaseClaim } from '../sql/lease-claim.js';
+import type { Claimed } from '../sql/lease-row.js';
+import { safeEmit, type WorkerEventMap } from './events.js';
+import type { NormalizedLeaseWorkerOptions } from './lease-worker-options.js';
+import type { TaskRunner } from './task-runner.js';
+import type { TrackedPool } from './tracked-pool.js';
+import type { Wakeup } from './wakeup.js';
+import type { WorkerLog } from './worker-log.js';
+
+/** What a {@link claimLoop} works with; all of it belongs to its worker. */
+export interface ClaimLoopParts<Row> {
+  readonly options: NormalizedLeaseWorkerOptions<Row>;
+  readonly db: TrackedPool;
+  readonly runner: TaskRunner<Row>;
+  readonly wakeup: Wakeup;
+  readonly log: WorkerLog;
+  readonly emitter: EventEmitter<WorkerEventMap<Row>>;
+  /** The loop runs while this is true. */
+  readonly running: () => boolean;
+  readonly onError: (error: Error) => void;
+}
+
+/**
+ * Claims while the worker runs: as many tasks as its free slots and buffer can take, then waits
+ * for a slot to free, a notification or the poll interval. Backs off (with jitter) while the
+ * database does not answer. Resolves once the worker stops running.
+ * @internal
+ */
+export async function claimLoop<Row>(parts: ClaimLoopParts<Row>): Promise<void> {
+  const { options: o, runner, wakeup, emitter } = parts;
+  let failures = 0;
+  let idle = false;
+  while (parts.running()) {
+    // Tasks whose fenced write is still queued hold capacity beyond one round of
+    // `concurrency`: claims must not outrun the writes, or leases would run out unwritten.
+    const room = o.concurrency + o.prefetch - runner.running - runner.buffered - Math.max(0, runner.writing - o.concurrency);
+    if (room <= 0) {
+      await wakeup.wait(o.pollIntervalMs);
+      continue;
+    }
+    const want = Math.min(room, o.batch);
+    let claimed: Claimed<Row>[];
+    try {
+      const result = await leaseClaim(parts.db, o.table, {
+        owner: o.owner,
+        batch: want,
+        leaseMs: o.settings.leaseMs,
+        names: o.names,
+        leaseMsByName: o.leaseMsByName,
+      });
+      failures = 0;
+      parts.log.reachable();
+      for (const reaped of result.reaped) safeEmit(emitter, 'task:reaped', reaped);
+      claimed = result.claimed;
+    } catch (error) {
+      parts.onError(toError(error));
+      if (!parts.running()) break;
+      failures++;
+      // back off (with jitter) while the database is unreachable, then try again
+      await wakeup.wait(Math.min(o.pollIntervalMs, 50 * 2 ** failures) * (0.5 + Math.random() / 2));
+      continue;
+    }
+    if (claimed.length > 0) idle = false;
+    for (const task of claimed) runner.accept(task);
+    if (claimed.length === want) continue; // there may be more waiting
+    if (claimed.length === 0 && runner.inFlight === 0 && !idle) {
+      idle = true;
+      safeEmit(emitter, 'worker:idle', { owner: o.owner });
+    }
+    await wakeup.wait(o.pollIntervalMs);
+  }
+}
