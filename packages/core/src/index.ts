@@ -107,6 +107,7 @@ export type { LeaseWorkerOptions, WorkerLogger } from './worker/lease-worker-opt
 export type { HandlerContext } from './worker/handler-context.js';
 export type { CommitHook } from './worker/finalizer.js';
 export type { WorkerEventMap } from './worker/events.js';
+export type { PoolCounts } from './worker/checkout-watch.js';
 export { runSettings, type RunOptions, type RunSettings } from './worker/settings.js';
 export {
   DatabaseNotReadyError,

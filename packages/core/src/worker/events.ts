@@ -1,5 +1,6 @@
 import type { EventEmitter } from 'eventemitter3';
 import type { LeaseLostError } from '../errors.js';
+import type { PoolCounts } from './checkout-watch.js';
 import type { ReapedRow } from '../sql/lease-claim.js';
 import type { Claimed } from '../sql/lease-row.js';
 
@@ -29,6 +30,14 @@ export interface WorkerEventMap<Row> {
   'task:reaped': [ReapedRow];
   /** A heartbeat statement failed (the leases were not extended this tick). */
   'heartbeat:failed': [{ error: Error }];
+  /**
+   * The worker's own statements (claim, heartbeat, fenced writes) have waited longer than
+   * `heartbeatInterval` for a connection from the pool: something (handlers?) holds all of them.
+   * `waitedMs`: the longest wait so far; `waiting`: the worker's statements waiting now; `pool`:
+   * what a `pg` pool says about its connections. Fires again while new statements outlast the
+   * bound; logged (warn) once per episode, and (info) when connections reach the worker again.
+   */
+  'pool:waiting': [{ waitedMs: number; waiting: number; pool: PoolCounts | undefined }];
   /** Something failed outside a handler (claim, finalize, LISTEN connection, a listener). */
   'worker:error': [{ error: Error }];
   /** Nothing to claim and nothing in flight. Emitted once each time the worker becomes idle. */

@@ -65,7 +65,15 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
     this.owner = this.#o.owner;
     this.#log = new WorkerLog(this.#o.logger, this.owner);
     const { pool, table } = this.#o;
-    this.#db = new TrackedPool(pool);
+    this.#db = new TrackedPool(pool, {
+      // a heartbeat that waits longer than its interval is late: say so
+      boundMs: this.#o.heartbeatIntervalMs,
+      onLong: (wait) => {
+        this.#log.poolWaiting(wait);
+        safeEmit(this, 'pool:waiting', { waitedMs: wait.waitedMs, waiting: wait.waiting, pool: wait.pool });
+      },
+      onClear: (ms) => this.#log.poolAvailable(ms),
+    });
     this.#finalizer = new Finalizer(this.#db, table, (error) => this.#error(error));
     this.#runner = new TaskRunner({
       options: this.#o,

@@ -1,6 +1,7 @@
 import { ShutdownError } from '../errors.js';
 import type { PgQueryable } from '../sql/execute.js';
 import type { PgPoolLike } from '../sql/transaction.js';
+import { CheckoutWatch, type Checkout, type CheckoutWatchOptions, type PoolCounts } from './checkout-watch.js';
 
 type QueryResult = Awaited<ReturnType<PgQueryable['query']>>;
 type PooledClient = Awaited<ReturnType<PgPoolLike['connect']>>;
@@ -19,6 +20,10 @@ type QueryClass = new (config: unknown, values?: unknown[]) => SubmittableQuery;
 /** What a pg pool offers beyond {@link PgPoolLike}, where it offers it. */
 interface PgPoolExtras {
   readonly Client?: { readonly Query?: QueryClass };
+  readonly totalCount?: number;
+  readonly idleCount?: number;
+  readonly waitingCount?: number;
+  readonly options?: { readonly max?: number };
   on?(event: 'release', listener: (error: unknown, client: PooledClient) => void): unknown;
   off?(event: 'release', listener: (error: unknown, client: PooledClient) => void): unknown;
 }
@@ -27,6 +32,8 @@ interface InFlightQuery {
   /** Set once a pool client submitted it: the connection it now waits on. */
   connection: CuttableConnection | undefined;
   readonly cancel: (error: Error) => void;
+  /** Its wait for a pool connection, until a client submitted it. */
+  readonly checkout: Checkout;
 }
 
 /**
@@ -41,22 +48,29 @@ interface InFlightQuery {
  * A single statement is handed to `pool.query` as a pg `Query` of the pool's own pg (so the
  * versions match), which tells us the connection it runs on. A pool without `Client.Query` (not
  * a pg pool) gets the statement as it is, and such statements cannot be cut.
+ *
+ * It also watches how long each statement waits for a pool connection (see {@link CheckoutWatch}):
+ * one that waits longer than the bound given by the worker is reported, not left to wait in
+ * silence.
  * @internal
  */
 export class TrackedPool implements PgPoolLike {
   readonly #pool: PgPoolLike & PgPoolExtras;
   readonly #Query: QueryClass | undefined;
   readonly #queries = new Set<InFlightQuery>();
-  readonly #waiting = new Set<(error: Error) => void>();
+  /** Waits for a pooled client through {@link connect}: how to end each, and its checkout. */
+  readonly #waiting = new Map<(error: Error) => void, Checkout>();
+  readonly #watch: CheckoutWatch;
   /** Clients checked out through {@link connect} and not yet released. */
   readonly #held = new Set<PooledClient>();
   readonly #onRelease = (_error: unknown, client: PooledClient) => void this.#held.delete(client);
   #abandoned = false;
 
-  constructor(pool: PgPoolLike) {
+  constructor(pool: PgPoolLike, watch: Omit<CheckoutWatchOptions, 'counts'>) {
     this.#pool = pool;
     const Query = (pool as PgPoolExtras).Client?.Query;
     this.#Query = typeof Query === 'function' ? Query : undefined;
+    this.#watch = new CheckoutWatch({ ...watch, counts: () => poolCounts(this.#pool) });
   }
 
   /** True once {@link abandon} ran: every later statement fails at once. */
@@ -68,12 +82,14 @@ export class TrackedPool implements PgPoolLike {
   open(): void {
     this.#abandoned = false;
     this.#pool.on?.('release', this.#onRelease);
+    this.#watch.start();
   }
 
   /** Stops following releases (after the last release, or after abandoning). */
   close(): void {
     this.#pool.off?.('release', this.#onRelease);
     this.#held.clear();
+    this.#watch.stop();
   }
 
   async query(text: string, values?: unknown[]): Promise<QueryResult> {
@@ -81,9 +97,10 @@ export class TrackedPool implements PgPoolLike {
     if (!this.#Query) return this.#pool.query(text, values);
     const query = new this.#Query(text, values);
     return new Promise<QueryResult>((resolve, reject) => {
-      const entry: InFlightQuery = { connection: undefined, cancel: reject };
+      const entry: InFlightQuery = { connection: undefined, cancel: reject, checkout: this.#watch.begin() };
       const submit = query.submit.bind(query);
       query.submit = (connection) => {
+        this.#watch.end(entry.checkout);
         // abandoned while it waited for a pooled client: it must not reach the server now
         if (!this.#queries.has(entry)) return new ShutdownError();
         entry.connection = connection;
@@ -97,6 +114,7 @@ export class TrackedPool implements PgPoolLike {
           resolve(result);
         },
         (error: unknown) => {
+          this.#watch.end(entry.checkout);
           this.#queries.delete(entry);
           reject(error instanceof Error ? error : new Error(String(error)));
         },
@@ -107,10 +125,10 @@ export class TrackedPool implements PgPoolLike {
   async connect(): Promise<PooledClient> {
     if (this.#abandoned) throw new ShutdownError();
     return new Promise<PooledClient>((resolve, reject) => {
-      this.#waiting.add(reject);
+      this.#waiting.set(reject, this.#watch.begin());
       this.#pool.connect().then(
         (client) => {
-          if (!this.#waiting.delete(reject)) {
+          if (!this.#endWait(reject)) {
             client.release(); // given up on meanwhile: straight back to the pool
             return;
           }
@@ -119,11 +137,20 @@ export class TrackedPool implements PgPoolLike {
           resolve(client);
         },
         (error: unknown) => {
-          this.#waiting.delete(reject);
+          this.#endWait(reject);
           reject(error instanceof Error ? error : new Error(String(error)));
         },
       );
     });
+  }
+
+  /** Ends a wait of {@link connect}; false when it was given up on meanwhile. */
+  #endWait(reject: (error: Error) => void): boolean {
+    const checkout = this.#waiting.get(reject);
+    if (checkout === undefined) return false;
+    this.#watch.end(checkout);
+    this.#waiting.delete(reject);
+    return true;
   }
 
   /**
@@ -135,7 +162,7 @@ export class TrackedPool implements PgPoolLike {
   abandon(): number {
     this.#abandoned = true;
     const shutdown = new ShutdownError();
-    for (const reject of this.#waiting) reject(shutdown);
+    for (const reject of this.#waiting.keys()) reject(shutdown);
     this.#waiting.clear();
     let cut = 0;
     for (const entry of this.#queries) {
@@ -152,6 +179,12 @@ export class TrackedPool implements PgPoolLike {
     this.#held.clear();
     return cut;
   }
+}
+
+function poolCounts(pool: PgPoolExtras): PoolCounts | undefined {
+  const { totalCount: total, idleCount: idle, waitingCount: waiting } = pool;
+  if (typeof total !== 'number' || typeof idle !== 'number' || typeof waiting !== 'number') return undefined;
+  return { max: pool.options?.max, total, idle, waiting };
 }
 
 // pg offers no public way to abort a statement the server does not answer; pg-pool's own

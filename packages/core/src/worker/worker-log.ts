@@ -1,4 +1,5 @@
 import type { Claimed } from '../sql/lease-row.js';
+import type { LongCheckout } from './checkout-watch.js';
 import { errorCode } from './database-not-ready-error.js';
 
 /**
@@ -79,6 +80,30 @@ export class WorkerLog {
     this.#outage = { since: performance.now(), failures: 1 };
     this.write('warn', `database unavailable (${error.message || errorCode(error) || 'no answer'}): ${retryPlan}`, { err: error });
     return true;
+  }
+
+  /**
+   * The worker's statements wait for pool connections past the bound: the first report of an
+   * episode is logged (warn), with what the pool says about its connections.
+   */
+  poolWaiting(wait: LongCheckout): void {
+    if (!wait.first) return;
+    const pool = wait.pool;
+    const counts = pool ? ` (pool: ${pool.total} open${pool.max === undefined ? '' : ` of max ${pool.max}`}, ${pool.idle} idle, ${pool.waiting} checkouts waiting)` : '';
+    this.write(
+      'warn',
+      `worker statements have waited ${(wait.waitedMs / 1000).toFixed(1)} s for a connection from the pool${counts}: ` +
+        'claims, heartbeats and fenced writes wait until one is released, and leases run out unless heartbeats get through; ' +
+        'handlers that hold pool connections (transactions, pool.connect()) can take them all: give the pool more connections than handlers hold at once',
+      { waitedMs: wait.waitedMs, waiting: wait.waiting, pool },
+    );
+  }
+
+  /** The pool hands the worker connections again: ends a reported episode with one record (info, else warn). */
+  poolAvailable(ms: number): void {
+    this.write(this.#logger?.info ? 'info' : 'warn', `pool connections reach the worker again after ${(ms / 1000).toFixed(1)} s of waiting`, {
+      waitedMs: Math.round(ms),
+    });
   }
 
   /** The database answered: ends a reported outage with one record (info, else warn). */
