@@ -1,4 +1,4 @@
-import { assertNever, DeferError } from '@leasehold/core';
+import { assertNever, currentTraceHeaders, DeferError, withSpan } from '@leasehold/core';
 import { classifyResponse, type HttpClassification, type HttpResponseSummary } from './classify-response.js';
 import { fetchFailure } from './fetch-failure.js';
 import { HttpPermanentError, HttpRetryableError } from './http-errors.js';
@@ -60,7 +60,14 @@ async function publish(options: NormalizedHttpPublisherOptions, message: OutboxM
   try {
     const request = prepare(options, message, scrub);
     scrub = [...request.scrub];
-    const received = await send(options, request, context?.signal);
+    // a child of the dispatcher's span when one is active, else of the producer's stored context
+    const span = { kind: 'producer', attributes: publishAttributes(message, request), parentHeaders: message.headers, preferActive: true } as const;
+    const received = await withSpan(`publish ${message.eventType}`, span, async () => {
+      // the publish span's context replaces the trace context stored with the event (the
+      // producer's), so the receiver's span is this one's child, in the same trace
+      for (const [name, value] of Object.entries(await currentTraceHeaders())) request.headers.set(name, value);
+      return send(options, request, context?.signal);
+    });
     // redacted before anyone cuts an excerpt from it: a secret cut in half no longer matches
     const summary = { ...received, body: redact(received.body, scrub) };
     const verdict = options.classify?.(summary, message) ?? classifyResponse(summary, {
@@ -113,6 +120,18 @@ function prepare(options: NormalizedHttpPublisherOptions, message: OutboxMessage
     for (const [name, value] of Object.entries(signWebhook({ id: message.id, body }, options.keys))) headers.set(name, value);
   }
   return { url, target, headers, body, scrub };
+}
+
+// OpenTelemetry messaging conventions; the URL's origin only (its path may hold a token)
+function publishAttributes(message: OutboxMessage, request: PreparedRequest) {
+  return {
+    'messaging.system': 'http',
+    'messaging.operation.type': 'send',
+    'messaging.destination.name': message.eventType,
+    'messaging.message.id': message.id,
+    'http.request.method': 'POST',
+    'server.address': request.url.hostname,
+  };
 }
 
 function resolveUrl(options: NormalizedHttpPublisherOptions, message: OutboxMessage): URL {

@@ -3,6 +3,7 @@ import {
   inTransaction,
   parseDuration,
   validateIdentifier,
+  withSpan,
   type Duration,
   type Executor,
   type PgQueryable,
@@ -25,6 +26,16 @@ export type ReceiveResult<T> =
   /** A redelivery of a message already applied (committed): `apply` did not run. */
   | { readonly applied: false };
 
+/** Options of one {@link Inbox.receive}. */
+export interface ReceiveOptions {
+  /**
+   * The delivery's headers (e.g. node:http's `req.headers`). With OpenTelemetry installed, the
+   * receive runs in a `consumer` span whose parent is the sender's `traceparent`, so the trace
+   * goes on from the producer through the outbox to here; `apply`'s own spans are its children.
+   */
+  readonly headers?: Readonly<Record<string, string | readonly string[] | undefined>>;
+}
+
 /** The receiving side's deduplication: each message id is applied once. */
 export interface Inbox {
   /** The validated schema name. */
@@ -38,8 +49,8 @@ export interface Inbox {
    * and so is a `messageId` that is not a key (non-empty text of at most
    * `INPUT_LIMITS.keyBytes` bytes, without NUL or lone surrogates), before any SQL runs.
    */
-  receive<DB, T>(db: Kysely<DB>, messageId: string, apply: (trx: Kysely<DB>) => Promise<T>): Promise<ReceiveResult<T>>;
-  receive<T>(db: PgQueryable, messageId: string, apply: (client: PgQueryable) => Promise<T>): Promise<ReceiveResult<T>>;
+  receive<DB, T>(db: Kysely<DB>, messageId: string, apply: (trx: Kysely<DB>) => Promise<T>, options?: ReceiveOptions): Promise<ReceiveResult<T>>;
+  receive<T>(db: PgQueryable, messageId: string, apply: (client: PgQueryable) => Promise<T>, options?: ReceiveOptions): Promise<ReceiveResult<T>>;
   /**
    * Deletes records older than `olderThan`; returns how many. Keep them longer than the
    * sender's whole retry horizon, or a late redelivery is applied again.
@@ -67,6 +78,7 @@ export function createInbox(options: InboxOptions = {}): Inbox {
     executor: Executor | TransactionSource,
     messageId: string,
     apply: (trx: never) => Promise<T>,
+    receiveOptions: ReceiveOptions = {},
   ): Promise<ReceiveResult<T>> {
     // a key like any other: NUL would fail the caller's transaction, and a lone surrogate
     // would be stored as U+FFFD, so two different messages could share one record
@@ -75,10 +87,15 @@ export function createInbox(options: InboxOptions = {}): Inbox {
       if (!(await inboxInsert(trx, schema, messageId))) return { applied: false };
       return { applied: true, result: await apply(trx as never) };
     };
-    // joins the caller's transaction, else opens one; an executor whose state cannot be told is
-    // refused, because a record committed on its own would mark the message received even if
-    // apply then failed
-    return inTransaction(executor, run, 'the inbox record must commit together with what apply writes');
+    const attributes = { 'messaging.operation.type': 'process', 'messaging.message.id': messageId };
+    return withSpan('inbox receive', { kind: 'consumer', attributes, parentHeaders: receiveOptions.headers }, async (span) => {
+      // joins the caller's transaction, else opens one; an executor whose state cannot be told is
+      // refused, because a record committed on its own would mark the message received even if
+      // apply then failed
+      const result = await inTransaction(executor, run, 'the inbox record must commit together with what apply writes');
+      span.setAttributes({ 'leasehold.inbox.applied': result.applied });
+      return result;
+    });
   }
   return Object.freeze({
     schema,

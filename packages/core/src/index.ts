@@ -93,6 +93,10 @@ export type { EnqueueOptions } from './task/enqueue-options.js';
 export { enqueue, enqueueMany, type EnqueueItem } from './task/enqueue.js';
 export { createWorker, type Worker, type WorkerOptions } from './task/create-worker.js';
 
+// telemetry (OpenTelemetry, an optional peer dependency)
+export { currentTraceHeaders, TRACE_HEADERS } from './telemetry/trace-headers.js';
+export { withSpan, type SpanAttributes, type SpanHandle, type SpanKindName, type SpanOptions } from './telemetry/with-span.js';
+
 // schedules
 export { defineSchedule, MAX_CATCH_UP, type ScheduleDefinition, type ScheduleOptions } from './schedule/define-schedule.js';
 export { createScheduler, Scheduler, type SchedulerOptions } from './schedule/scheduler.js';

@@ -4,6 +4,7 @@ import {
   leaseLockGroups,
   leaseSettleGroups,
   leaseStats,
+  currentTraceHeaders,
   type DeadResolution,
   type Executor,
   type LeasedTable,
@@ -107,12 +108,14 @@ export function createOutbox(options: OutboxOptions = {}): Outbox {
   return Object.freeze({
     table,
     async add(executor: Executor, event: OutboxEvent) {
-      const [id] = await insert(executor, [toInsert(event, 'event')]);
+      const trace = await currentTraceHeaders();
+      const [id] = await insert(executor, [toInsert(withTrace(event, trace), 'event')]);
       return id!;
     },
     async addMany(executor: Executor, events: readonly OutboxEvent[]) {
       if (!Array.isArray(events)) throw new ConfigError('events', 'Expected `events` to be an array');
-      return insert(executor, events.map((e, i) => toInsert(e, `events[${i}]`)));
+      const trace = await currentTraceHeaders();
+      return insert(executor, events.map((e, i) => toInsert(withTrace(e, trace), `events[${i}]`)));
     },
     stats: (executor: Executor) => leaseStats(executor, table),
     dead: (executor: Executor, o?: DeadListOptions) => listDead(executor, table, o),
@@ -120,6 +123,18 @@ export function createOutbox(options: OutboxOptions = {}): Outbox {
     skipDead: (executor: Executor, ids: readonly string[], reason: string) => skipDead(executor, table, ids, reason),
     purgeDone: (executor: Executor, o: PurgeDoneOptions) => purgeDone(executor, table, o),
   });
+}
+
+/**
+ * The event with the producer's trace context (`traceparent`, `tracestate`) among its headers,
+ * so the dispatcher's span and the receiver continue the trace; headers the event gives itself
+ * win. Anything but a plain object is left for `checkEvent` to refuse.
+ */
+function withTrace(event: unknown, trace: Readonly<Record<string, string>>): unknown {
+  if (Object.keys(trace).length === 0 || typeof event !== 'object' || event === null) return event;
+  const headers = (event as { headers?: unknown }).headers;
+  if (headers !== undefined && (typeof headers !== 'object' || headers === null || Array.isArray(headers))) return event;
+  return { ...event, headers: { ...trace, ...(headers as Record<string, string> | undefined) } };
 }
 
 function orderedPredicate(options: OutboxOptions): (eventType: string, aggregateType: string) => boolean {
