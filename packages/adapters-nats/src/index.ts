@@ -1,0 +1,16 @@
+// Public API of @leasehold/adapters-nats, name by name.
+
+export type { OutboxMessage, PublishContext, Publisher } from '@leasehold/outbox';
+export { jetStreamPublisher, type JetStreamPublisher } from './jetstream-publisher.js';
+export type { JetStreamPublisherOptions, JetStreamPublished } from './jetstream-publisher-options.js';
+export { defaultSubject } from './subject.js';
+export { NATS_ENVELOPE_HEADERS, NATS_MSG_ID_HEADER } from './nats-headers.js';
+export { classifyNatsError, type NatsClassification } from './classify-nats-error.js';
+export {
+  consumeJetStream,
+  type JetStreamInboxOptions,
+  type InboxConsumer,
+  type InboxConsumerStats,
+  type InboxExecutor,
+} from './jetstream-consumer.js';
+export type { JetStreamEvent } from './received-event.js';

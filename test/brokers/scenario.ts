@@ -1,0 +1,109 @@
+// The shared shape of the broker scenarios: a producer's outbox with ordered and unordered events,
+// a consumer service (its own schema: inbox + a ledger without a unique key), and the checks that
+// every event was applied exactly once, none lost, and each ordered aggregate in order.
+import { sql, type Kysely } from 'kysely';
+import type pg from 'pg';
+import { expect } from 'vitest';
+import { createOutbox, type OutboxEvent } from '@leasehold/outbox';
+import { createInbox, migrateInbox, type Inbox } from '@leasehold/adapters-http';
+import { envInt } from '../faults/summary.js';
+
+export { envInt };
+
+/** The consumer service's schema: its inbox and the ledger it writes. */
+export const CONSUMER_SCHEMA = 'consumer_svc';
+/** Ordered per aggregate (`acct`); `note` events are not. */
+export const ORDERED_TYPE = 'credited';
+
+/** Outbox events: half `acct.credited` (ordered) over `aggregates` accounts, half `note.noted`. */
+export async function seedEvents(db: Kysely<object>, n: number, aggregates = 200): Promise<string[]> {
+  const outbox = createOutbox({ orderedEventTypes: [ORDERED_TYPE] });
+  const ids: string[] = [];
+  for (let start = 0; start < n; start += 1_000) {
+    const events: OutboxEvent[] = Array.from({ length: Math.min(1_000, n - start) }, (_, k) => {
+      const i = start + k;
+      return i % 2 === 0
+        ? { aggregateType: 'acct', aggregateId: `a${i % aggregates}`, eventType: ORDERED_TYPE, payload: { n: i }, headers: { traceparent: `00-${'0'.repeat(31)}1-${'0'.repeat(15)}1-01` } }
+        : { aggregateType: 'note', aggregateId: `n${i}`, eventType: 'noted', payload: { n: i } };
+    });
+    ids.push(...(await outbox.addMany(db, events)));
+  }
+  return ids;
+}
+
+/** Creates the consumer's schema, inbox and ledger (no unique key: only the inbox prevents doubles). */
+export async function installConsumer(db: Kysely<object>, pool: pg.Pool): Promise<Inbox> {
+  // each scenario starts from an empty outbox and a new consumer service
+  await sql`TRUNCATE leasehold.outbox, leasehold.outbox_group`.execute(db);
+  await sql`DROP SCHEMA IF EXISTS ${sql.id(CONSUMER_SCHEMA)} CASCADE`.execute(db);
+  await sql`CREATE SCHEMA ${sql.id(CONSUMER_SCHEMA)}`.execute(db);
+  await migrateInbox(pool, { schema: CONSUMER_SCHEMA });
+  await sql`CREATE TABLE ${sql.id(CONSUMER_SCHEMA, 'ledger')} (
+    seq bigserial PRIMARY KEY, message_id text NOT NULL, aggregate text NOT NULL, n int NOT NULL, traced boolean NOT NULL)`.execute(db);
+  return createInbox({ schema: CONSUMER_SCHEMA });
+}
+
+/** What the consumer's `apply` writes for one event (inside the inbox's transaction). */
+export async function applyToLedger(
+  trx: { query: (text: string, values?: unknown[]) => Promise<unknown> },
+  event: { id: string; aggregateType: string; key: string; payload: unknown; headers: Readonly<Record<string, string>> },
+): Promise<void> {
+  await trx.query(`INSERT INTO ${CONSUMER_SCHEMA}.ledger (message_id, aggregate, n, traced) VALUES ($1, $2, $3, $4)`, [
+    event.id,
+    `${event.aggregateType}:${event.key}`,
+    (event.payload as { n: number }).n,
+    event.headers.traceparent !== undefined,
+  ]);
+}
+
+/** Outbox rows by status. */
+export async function outboxCounts(db: Kysely<object>): Promise<Record<string, number>> {
+  const { rows } = await sql<{ status: string; n: string }>`SELECT status, count(*) AS n FROM leasehold.outbox GROUP BY status`.execute(db);
+  return Object.fromEntries(rows.map((r) => [r.status, Number(r.n)]));
+}
+
+/** Ledger rows so far. */
+export async function ledgerCount(db: Kysely<object>): Promise<number> {
+  const { rows } = await sql<{ n: string }>`SELECT count(*) AS n FROM ${sql.id(CONSUMER_SCHEMA, 'ledger')}`.execute(db);
+  return Number(rows[0]!.n);
+}
+
+/** Polls `check` every 50 ms until it holds; throws naming `what` after `deadlineMs`. */
+export async function waitUntil(check: () => boolean | Promise<boolean>, what: string, deadlineMs: number): Promise<void> {
+  const started = Date.now();
+  while (!(await check())) {
+    if (Date.now() - started > deadlineMs) throw new Error(`timed out after ${deadlineMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** The end state every scenario must reach; returns the counts for the summary line. */
+export async function expectExactlyOnce(db: Kysely<object>, ids: readonly string[]): Promise<{ lost: number; applied: number; outOfOrder: number }> {
+  const counts = await outboxCounts(db);
+  expect(counts, 'outbox rows by status').toEqual({ done: ids.length });
+  const { rows } = await sql<{ message_id: string; n: string; aggregate: string; traced: boolean }>`
+    SELECT message_id, count(*) AS n, min(aggregate) AS aggregate, bool_and(traced) AS traced
+    FROM ${sql.id(CONSUMER_SCHEMA, 'ledger')} GROUP BY message_id`.execute(db);
+  const applied = new Map(rows.map((r) => [r.message_id, Number(r.n)]));
+  const lost = ids.filter((id) => !applied.has(id)).length;
+  const twice = rows.filter((r) => Number(r.n) !== 1).map((r) => r.message_id);
+  expect(lost, 'events never applied').toBe(0);
+  expect(twice, 'events applied more than once').toEqual([]);
+  expect(rows.length).toBe(ids.length);
+  // the trace context recorded with the event reached the consumer
+  expect(rows.filter((r) => r.aggregate.startsWith('acct:') && !r.traced)).toEqual([]);
+  // ordered aggregates: applied in outbox id order (= commit order of the producer)
+  const { rows: disorder } = await sql<{ n: string }>`
+    SELECT count(*) AS n FROM (
+      SELECT message_id::bigint < lag(message_id::bigint) OVER (PARTITION BY aggregate ORDER BY seq) AS back
+      FROM ${sql.id(CONSUMER_SCHEMA, 'ledger')} WHERE aggregate LIKE 'acct:%') AS t
+    WHERE back`.execute(db);
+  const outOfOrder = Number(disorder[0]!.n);
+  expect(outOfOrder, 'ordered events applied before an earlier one of their aggregate').toBe(0);
+  return { lost, applied: rows.length, outOfOrder };
+}
+
+/** Prints `brokers: <scenario>: key=value …`, one line per scenario. */
+export function summary(scenario: string, counts: Record<string, number | string>): void {
+  console.log(`brokers: ${scenario}: ${Object.entries(counts).map(([k, v]) => `${k}=${v}`).join(' ')}`);
+}
