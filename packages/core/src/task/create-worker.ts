@@ -12,7 +12,7 @@ import type { TaskContext, TaskDefinition } from './define-task.js';
 import { prepareInserts, validatePayload } from './enqueue.js';
 
 /** The worker runtime's options a typed-task worker passes through as they are. */
-type RuntimeOptions = 'pool' | 'owner' | 'concurrency' | 'batch' | 'prefetch' | 'pollInterval' | 'heartbeatInterval' | 'listen' | 'logger';
+type RuntimeOptions = 'pool' | 'owner' | 'concurrency' | 'batch' | 'prefetch' | 'maxPrefetch' | 'pollInterval' | 'heartbeatInterval' | 'listen' | 'logger';
 
 /** Options of {@link createWorker}: the runtime's (see {@link LeaseWorkerOptions}), plus the tasks. */
 export type WorkerOptions = Pick<LeaseWorkerOptions<TaskRow>, RuntimeOptions> & {
@@ -64,41 +64,70 @@ export function createWorker(options: WorkerOptions): Worker {
       const def = definition(task);
       // an invalid payload throws PayloadValidationError: the task goes dead with the message
       const payload = validatePayload(def, task.payload);
-      await def.handler(payload, taskContext(pool, table, task, ctx, schema));
+      await def.handler(payload, new Context(pool, table, task, ctx, schema));
     },
   });
 }
 
-function taskContext(
-  pool: PgPoolLike,
-  table: ReturnType<typeof taskTable>,
-  task: Claimed<TaskRow>,
-  ctx: HandlerContext,
-  schema: string | undefined,
-): TaskContext<unknown> {
-  return {
-    signal: ctx.signal,
-    extendLease: ctx.extendLease,
-    onCommit: ctx.onCommit,
-    task: {
-      id: task.id,
-      name: task.name,
-      attempts: task.attempts,
-      maxAttempts: task.maxAttempts,
-      leaseVersion: task.leaseVersion,
-      createdAt: task.createdAt,
-    },
-    lastCheckpoint: task.checkpoint,
-    checkpoint: async (state) => {
-      const saved = await taskCheckpoint(pool, table, task, JSON.stringify(state ?? null));
+/**
+ * A typed task's context: one object per task whose members are made on first read (the signal
+ * is the worker's lazy one; the functions are bound, so `const { checkpoint } = ctx` works). A
+ * plain object with five closures and the task's summary cost every task, read or not.
+ */
+class Context implements TaskContext<unknown> {
+  readonly #pool: PgPoolLike;
+  readonly #table: ReturnType<typeof taskTable>;
+  readonly #claimed: Claimed<TaskRow>;
+  readonly #ctx: HandlerContext;
+  readonly #schema: string | undefined;
+  #task: TaskContext<unknown>['task'] | undefined;
+  #checkpoint: TaskContext<unknown>['checkpoint'] | undefined;
+  #enqueue: TaskContext<unknown>['enqueue'] | undefined;
+
+  constructor(pool: PgPoolLike, table: ReturnType<typeof taskTable>, claimed: Claimed<TaskRow>, ctx: HandlerContext, schema: string | undefined) {
+    this.#pool = pool;
+    this.#table = table;
+    this.#claimed = claimed;
+    this.#ctx = ctx;
+    this.#schema = schema;
+  }
+
+  get signal(): AbortSignal {
+    return this.#ctx.signal;
+  }
+
+  get extendLease(): HandlerContext['extendLease'] {
+    return this.#ctx.extendLease;
+  }
+
+  get onCommit(): HandlerContext['onCommit'] {
+    return this.#ctx.onCommit;
+  }
+
+  get task(): TaskContext<unknown>['task'] {
+    const t = this.#claimed;
+    return (this.#task ??= { id: t.id, name: t.name, attempts: t.attempts, maxAttempts: t.maxAttempts, leaseVersion: t.leaseVersion, createdAt: t.createdAt });
+  }
+
+  get lastCheckpoint(): unknown {
+    return this.#claimed.checkpoint;
+  }
+
+  get checkpoint(): TaskContext<unknown>['checkpoint'] {
+    return (this.#checkpoint ??= async (state) => {
+      const task = this.#claimed;
+      const saved = await taskCheckpoint(this.#pool, this.#table, task, JSON.stringify(state ?? null));
       // thrown out of the handler, this aborts the task and writes nothing
       if (!saved) throw new LeaseLostError(task.id, task.leaseVersion, `checkpoint refused: task ${task.id} lease moved on`);
-    },
-    enqueue: (next, payload, enqueueOptions = {}) => {
+    });
+  }
+
+  get enqueue(): TaskContext<unknown>['enqueue'] {
+    return (this.#enqueue ??= (next, payload, enqueueOptions = {}) => {
       // checked now, so a bad follow-up fails this handler rather than its commit
       const rows = prepareInserts(next, [{ ...enqueueOptions, payload }]);
-      const followUpTable = taskTable(enqueueOptions.schema ?? schema);
-      ctx.onCommit(async (trx) => void (await taskInsertMany(trx, followUpTable, rows)));
-    },
-  };
+      const followUpTable = taskTable(enqueueOptions.schema ?? this.#schema);
+      this.#ctx.onCommit(async (trx) => void (await taskInsertMany(trx, followUpTable, rows)));
+    });
+  }
 }

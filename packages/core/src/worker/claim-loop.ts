@@ -2,6 +2,7 @@ import type { EventEmitter } from 'eventemitter3';
 import { toError } from '../errors.js';
 import { leaseClaim } from '../sql/lease-claim.js';
 import type { Claimed } from '../sql/lease-row.js';
+import type { ClaimSizing } from './claim-sizing.js';
 import { safeEmit, type WorkerEventMap } from './events.js';
 import type { NormalizedLeaseWorkerOptions } from './lease-worker-options.js';
 import type { TaskRunner } from './task-runner.js';
@@ -14,6 +15,8 @@ export interface ClaimLoopParts<Row> {
   readonly options: NormalizedLeaseWorkerOptions<Row>;
   readonly db: TrackedPool;
   readonly runner: TaskRunner<Row>;
+  readonly sizing: ClaimSizing;
+  /** Woken by notifications, freed slots (see the worker's wiring), finished writes and stop. */
   readonly wakeup: Wakeup;
   readonly log: WorkerLog;
   readonly emitter: EventEmitter<WorkerEventMap<Row>>;
@@ -23,9 +26,10 @@ export interface ClaimLoopParts<Row> {
 }
 
 /**
- * Claims while the worker runs: as many tasks as its free slots and buffer can take, then waits
- * for a slot to free, a notification or the poll interval. Backs off (with jitter) while the
- * database does not answer. Resolves once the worker stops running.
+ * Claims while the worker runs: as much as `sizing` says its slots and buffer can take, then
+ * waits for a wake-up (a freed slot that wants a refill, a notification, a finished write) or
+ * the poll interval. Backs off (with jitter) while the database does not answer. Resolves once
+ * the worker stops running.
  * @internal
  */
 export async function claimLoop<Row>(parts: ClaimLoopParts<Row>): Promise<void> {
@@ -33,14 +37,11 @@ export async function claimLoop<Row>(parts: ClaimLoopParts<Row>): Promise<void> 
   let failures = 0;
   let idle = false;
   while (parts.running()) {
-    // Tasks whose fenced write is still queued hold capacity beyond one round of
-    // `concurrency`: claims must not outrun the writes, or leases would run out unwritten.
-    const room = o.concurrency + o.prefetch - runner.running - runner.buffered - Math.max(0, runner.writing - o.concurrency);
-    if (room <= 0) {
+    const want = parts.sizing.want(runner);
+    if (want === 0) {
       await wakeup.wait(o.pollIntervalMs);
       continue;
     }
-    const want = Math.min(room, o.batch);
     let claimed: Claimed<Row>[];
     try {
       const result = await leaseClaim(parts.db, o.table, {

@@ -55,6 +55,14 @@ export interface WorkerEventMap<Row> {
   'worker:stopped': [{ owner: string }];
 }
 
+/**
+ * Whether anyone listens to `event`: per-task events build their payload only then (most
+ * workers listen to none of them, and the objects add up at tens of thousands of tasks a second).
+ */
+export function listened<Row>(emitter: EventEmitter<WorkerEventMap<Row>>, event: keyof WorkerEventMap<Row>): boolean {
+  return emitter.listenerCount(event) > 0;
+}
+
 /** Emits without letting a throwing listener break the caller; its error becomes `worker:error`. */
 export function safeEmit<Row, K extends keyof WorkerEventMap<Row>>(
   emitter: EventEmitter<WorkerEventMap<Row>>,

@@ -7,6 +7,7 @@ import type { MigrationLine } from '../migrate/migrator.js';
 import { checkOwner } from '../primitives.js';
 import type { Claimed } from '../sql/lease-row.js';
 import type { PgPoolLike } from '../sql/transaction.js';
+import { AUTO_PREFETCH_MAX } from './claim-sizing.js';
 import type { HandlerContext } from './handler-context.js';
 import { runSettings, type RunOptions, type RunSettings } from './settings.js';
 import type { WorkerLogger } from './worker-log.js';
@@ -28,14 +29,27 @@ export interface LeaseWorkerOptions<Row> extends RunOptions {
   owner?: string;
   /** Most handlers running at once. @defaultValue 8 */
   concurrency?: number;
-  /** Most rows per claim statement. @defaultValue `concurrency` */
+  /**
+   * Most rows per claim statement. For experts: left out, the worker sizes its claims itself
+   * (powers of two up to 256, as many as its slots and buffer have room for).
+   * @defaultValue sized by the worker
+   */
   batch?: number;
   /**
    * Claimed tasks kept ready beyond the running ones, so a freed slot starts its next task
-   * without waiting for a claim round trip: set it for throughput. Their leases run (and are
-   * renewed) while they wait, and a crash costs them an attempt. @defaultValue 0
+   * without waiting for a claim round trip. Their leases run (and are renewed) while they wait,
+   * and a crash costs them an attempt. For experts: left out, the worker keeps as many as its
+   * slots start within 100 ms (and within half a heartbeat interval) at the handlers' observed
+   * duration, up to `maxPrefetch`: hundreds for handlers that take microseconds, none for
+   * handlers that take seconds. 0 claims only for free slots.
+   * @defaultValue sized by the worker
    */
   prefetch?: number;
+  /**
+   * Most tasks the worker's own sizing keeps ready beyond the running ones (ignored when
+   * `prefetch` is given). @defaultValue 512
+   */
+  maxPrefetch?: number;
   /** Poll this often when no notification arrives. @defaultValue '2s' */
   pollInterval?: Duration;
   /** Extend in-flight leases this often. @defaultValue a third of the shortest lease */
@@ -70,8 +84,11 @@ export interface NormalizedLeaseWorkerOptions<Row> {
   readonly handle: LeaseWorkerOptions<Row>['handle'];
   readonly owner: string;
   readonly concurrency: number;
-  readonly batch: number;
-  readonly prefetch: number;
+  /** Undefined: sized by the worker (see `ClaimSizing`). */
+  readonly batch: number | undefined;
+  /** Undefined: sized by the worker. */
+  readonly prefetch: number | undefined;
+  readonly maxPrefetch: number;
   readonly pollIntervalMs: number;
   readonly heartbeatIntervalMs: number;
   readonly names: readonly string[] | undefined;
@@ -91,8 +108,9 @@ export function normalizeLeaseWorkerOptions<Row>(options: LeaseWorkerOptions<Row
   if (typeof options.handle !== 'function') throw new ConfigError('handle', 'Expected `handle` to be a function');
   const owner = checkOwner(options.owner ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`);
   const concurrency = parseInteger(options.concurrency ?? 8, 'concurrency', 1, 10_000);
-  const batch = parseInteger(options.batch ?? concurrency, 'batch', 1, 10_000);
-  const prefetch = parseInteger(options.prefetch ?? 0, 'prefetch', 0, 10_000);
+  const batch = options.batch === undefined ? undefined : parseInteger(options.batch, 'batch', 1, 10_000);
+  const prefetch = options.prefetch === undefined ? undefined : parseInteger(options.prefetch, 'prefetch', 0, 10_000);
+  const maxPrefetch = parseInteger(options.maxPrefetch ?? AUTO_PREFETCH_MAX, 'maxPrefetch', 0, 10_000);
   const pollIntervalMs = parseDuration(options.pollInterval ?? '2s', 'pollInterval');
   const settings = runSettings(options);
   const leases = [settings.leaseMs, ...(options.leaseMsByName?.values() ?? [])];
@@ -113,6 +131,7 @@ export function normalizeLeaseWorkerOptions<Row>(options: LeaseWorkerOptions<Row
     concurrency,
     batch,
     prefetch,
+    maxPrefetch,
     pollIntervalMs,
     heartbeatIntervalMs,
     names,

@@ -2,6 +2,7 @@ import { EventEmitter } from 'eventemitter3';
 import { parseDuration, type Duration } from '../duration.js';
 import { checkDatabase, describeTarget } from './check-database.js';
 import { claimLoop } from './claim-loop.js';
+import { ClaimSizing } from './claim-sizing.js';
 import { DatabaseNotReadyError } from './database-not-ready-error.js';
 import { safeEmit, type WorkerEventMap } from './events.js';
 import { Finalizer } from './finalizer.js';
@@ -49,6 +50,7 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
   readonly #db: TrackedPool;
   readonly #finalizer: Finalizer;
   readonly #runner: TaskRunner<Row>;
+  readonly #sizing: ClaimSizing;
   readonly #heartbeat: Heartbeat;
   readonly #listener: Listener | undefined;
   readonly #log: WorkerLog;
@@ -75,13 +77,24 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
       onClear: (ms) => this.#log.poolAvailable(ms),
     });
     this.#finalizer = new Finalizer(this.#db, table, (error) => this.#error(error));
+    const o = this.#o;
+    this.#sizing = new ClaimSizing(o);
     this.#runner = new TaskRunner({
-      options: this.#o,
+      options: o,
       db: this.#db,
       finalizer: this.#finalizer,
       log: this.#log,
       emitter: this,
-      wakeup: this.#wakeup,
+      onSlotFree: (ms) => {
+        this.#sizing.observe(ms);
+        // a refill is due once the buffer is down to its low-water mark (or a slot idles)
+        if (this.#runner.buffered <= this.#sizing.lowWater) this.#wakeup.wake();
+      },
+      onWritten: (task) => {
+        // the next task of an ordered group becomes claimable only now; and a write that held
+        // back claims (see ClaimSizing.want) frees capacity
+        if (task.groupKey !== null || this.#runner.writing >= o.concurrency + this.#sizing.prefetch) this.#wakeup.wake();
+      },
       running: this.#running,
       onError: (error) => this.#error(error),
     });
@@ -143,6 +156,7 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
       options: this.#o,
       db: this.#db,
       runner: this.#runner,
+      sizing: this.#sizing,
       wakeup: this.#wakeup,
       log: this.#log,
       emitter: this,

@@ -3,7 +3,7 @@ import type { Outcome } from '../outcome.js';
 import type { Claimed } from '../sql/lease-row.js';
 import type { TaskStatus } from '../task-status.js';
 import type { Transition } from '../transition.js';
-import { safeEmit, type WorkerEventMap } from './events.js';
+import { listened, safeEmit, type WorkerEventMap } from './events.js';
 import type { WorkerLog } from './worker-log.js';
 
 /**
@@ -20,7 +20,7 @@ export function emitOutcome<Row>(
   durationMs: number,
 ): void {
   if (status === 'done') {
-    safeEmit(worker, 'task:succeeded', { task, durationMs });
+    if (listened(worker, 'task:succeeded')) safeEmit(worker, 'task:succeeded', { task, durationMs });
   } else if (status === 'dead') {
     const error = deadError(outcome, transition);
     log.write('error', `task ${task.id} is dead after attempt ${task.attempts} of ${task.maxAttempts}: ${error.message}`, {

@@ -1,28 +1,28 @@
+import type { TaskAbort } from './task-abort.js';
+
 /**
- * Runs `work` until it settles or `signal` aborts, whichever is first. On abort it rejects with
- * the signal's reason at once, so a handler that ignores its signal cannot hold the worker; its
+ * Runs `work` until it settles or `abort` fires, whichever is first. On abort it rejects with
+ * the abort's reason at once, so a handler that ignores its signal cannot hold the worker; its
  * late result is dropped (and any late write it attempts is stopped by the fence).
  */
-export function runUntilAborted(work: () => Promise<unknown>, signal: AbortSignal): Promise<void> {
-  if (signal.aborted) return Promise.reject(signal.reason);
+export function runUntilAborted(work: () => Promise<unknown> | void, abort: TaskAbort): Promise<void> {
+  if (abort.aborted) return Promise.reject(abort.reason);
   return new Promise<void>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    let running: Promise<unknown>;
+    abort.onAbort = reject;
+    let running: Promise<unknown> | void;
     try {
       running = work();
     } catch (error) {
-      running = Promise.reject(error);
+      abort.onAbort = undefined;
+      reject(error);
+      return;
     }
-    running.then(
-      () => {
-        signal.removeEventListener('abort', onAbort);
-        resolve();
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(error);
-      },
-    );
+    const settle = (error?: unknown, failed = false) => {
+      abort.onAbort = undefined;
+      if (failed) reject(error);
+      else resolve();
+    };
+    if (running === undefined || typeof (running as Promise<unknown>).then !== 'function') settle();
+    else (running as Promise<unknown>).then(() => settle(), (error: unknown) => settle(error, true));
   });
 }

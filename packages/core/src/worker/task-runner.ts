@@ -8,25 +8,33 @@ import type { FinalizeResult } from '../sql/lease-finalize-many.js';
 import { tokenKey, type Claimed } from '../sql/lease-row.js';
 import { toReleased, type Transition } from '../transition.js';
 import { transitionFor } from '../transition-for.js';
-import { safeEmit, type WorkerEventMap } from './events.js';
+import { listened, safeEmit, type WorkerEventMap } from './events.js';
 import type { CommitHook, Finalizer } from './finalizer.js';
 import type { HandlerContext } from './handler-context.js';
 import type { NormalizedLeaseWorkerOptions } from './lease-worker-options.js';
 import { emitOutcome } from './outcome-event.js';
 import { runUntilAborted } from './run-handler.js';
 import type { RunSettings } from './settings.js';
+import { TaskAbort } from './task-abort.js';
 import type { TrackedPool } from './tracked-pool.js';
-import type { Wakeup } from './wakeup.js';
 import type { WorkerLog } from './worker-log.js';
 
-interface InFlight<Row> {
-  readonly task: Claimed<Row>;
-  readonly settings: RunSettings;
-  readonly controller: AbortController;
-  readonly hooks: CommitHook[];
-  startedAt: number;
+/** One claimed task, from its claim to its fenced write. */
+class Held<Row> {
+  /** `id@lease_version`, the key the runner holds it under. */
+  readonly key: string;
+  readonly abort = new TaskAbort();
+  hooks: CommitHook[] | undefined;
+  startedAt = 0;
   /** The handler is done and its fenced write is under way: that write's result decides. */
-  writing: boolean;
+  writing = false;
+
+  constructor(
+    readonly task: Claimed<Row>,
+    readonly settings: RunSettings,
+  ) {
+    this.key = tokenKey(task);
+  }
 }
 
 /** What a {@link TaskRunner} works with; all of it belongs to its worker. */
@@ -36,8 +44,10 @@ export interface TaskRunnerParts<Row> {
   readonly finalizer: Finalizer;
   readonly log: WorkerLog;
   readonly emitter: EventEmitter<WorkerEventMap<Row>>;
-  /** Woken when a slot or capacity frees, or an ordered group may have a new head. */
-  readonly wakeup: Wakeup;
+  /** A handler returned after `ms` and freed its slot (the buffer has already refilled it). */
+  readonly onSlotFree: (ms: number) => void;
+  /** A task's fenced write is done (or given up): capacity held by lagging writes frees. */
+  readonly onWritten: (task: Claimed<Row>) => void;
   /** False once the worker is stopping: claimed tasks then go straight back. */
   readonly running: () => boolean;
   readonly onError: (error: Error) => void;
@@ -47,7 +57,8 @@ export interface TaskRunnerParts<Row> {
  * The tasks a worker holds, from claim to fenced write: runs each handler in a slot (at most
  * `concurrency` at once), keeps the rest in a buffer until a slot frees, classifies what the
  * handler threw and writes the result through the finalizer. A slot frees as soon as its handler
- * returns; the fenced write follows in the background.
+ * returns; the fenced write follows in the background. Per task it allocates what it must and
+ * little else: this path runs tens of thousands of times a second.
  * @internal
  */
 export class TaskRunner<Row> {
@@ -57,12 +68,15 @@ export class TaskRunner<Row> {
    * the same id may be claimed again (by this worker) while its previous claim is still
    * being written, and the two must not be confused.
    */
-  readonly #inFlight = new Map<string, InFlight<Row>>();
+  readonly #held = new Map<string, Held<Row>>();
   /** Claimed, waiting for a free slot. */
-  readonly #buffer: InFlight<Row>[] = [];
-  /** Each claimed task's whole life (handler, then fenced write). */
-  readonly #lives = new Set<Promise<void>>();
+  #buffer: Held<Row>[] = [];
+  /** Where the buffer's next task is (the buffer is consumed from the front). */
+  #next = 0;
   #handlers = 0;
+  /** Tasks whose life (handler, then fenced write) has not ended. */
+  #lives = 0;
+  #drained: (() => void)[] = [];
 
   constructor(parts: TaskRunnerParts<Row>) {
     this.#p = parts;
@@ -70,7 +84,7 @@ export class TaskRunner<Row> {
 
   /** Tasks held now (buffered, running, or being finalized). */
   get inFlight(): number {
-    return this.#inFlight.size;
+    return this.#held.size;
   }
 
   /** Handlers running now (at most `concurrency`). */
@@ -80,173 +94,172 @@ export class TaskRunner<Row> {
 
   /** Claimed tasks waiting for a slot. */
   get buffered(): number {
-    return this.#buffer.length;
+    return this.#buffer.length - this.#next;
   }
 
   /** Tasks whose handler is done and whose fenced write is under way. */
   get writing(): number {
-    return this.#inFlight.size - this.#handlers - this.#buffer.length;
+    return this.#held.size - this.#handlers - this.buffered;
   }
 
   /** The claimed tasks held now. */
   tasks(): Claimed<Row>[] {
-    return [...this.#inFlight.values()].map((f) => f.task);
+    return [...this.#held.values()].map((h) => h.task);
   }
 
   /** The leases the heartbeat extends: every task held, each by its own lease. */
   leases(): ExtendItem[] {
-    return [...this.#inFlight.values()].map((f) => ({ id: f.task.id, leaseVersion: f.task.leaseVersion, leaseMs: f.settings.leaseMs }));
+    return [...this.#held.values()].map((h) => ({ id: h.task.id, leaseVersion: h.task.leaseVersion, leaseMs: h.settings.leaseMs }));
   }
 
   /** The heartbeat could not extend this lease. */
   heartbeatLost(token: LeaseToken): void {
     // a tick that raced a task's own fenced write is no news: the write reports the truth
-    if (!this.#inFlight.get(tokenKey(token))?.writing) this.leaseLost(token);
+    if (!this.#held.get(tokenKey(token))?.writing) this.leaseLost(token);
   }
 
   /** Takes charge of a claimed task: runs it now if a slot is free, else buffers it. */
   accept(task: Claimed<Row>): void {
-    const f: InFlight<Row> = {
-      task,
-      settings: this.#p.options.settingsFor(task),
-      controller: new AbortController(),
-      hooks: [],
-      startedAt: 0,
-      writing: false,
-    };
-    this.#inFlight.set(tokenKey(task), f);
-    safeEmit(this.#p.emitter, 'task:claimed', { task });
+    const h = new Held(task, this.#p.options.settingsFor(task));
+    this.#held.set(h.key, h);
+    if (listened(this.#p.emitter, 'task:claimed')) safeEmit(this.#p.emitter, 'task:claimed', { task });
     if (!this.#p.running()) {
-      f.controller.abort(new ShutdownError());
-      this.#live(f);
+      h.abort.abort(new ShutdownError());
+      void this.#life(h);
     } else if (this.#handlers < this.#p.options.concurrency) {
-      this.#live(f);
+      void this.#life(h);
     } else {
-      this.#buffer.push(f);
+      this.#buffer.push(h);
     }
   }
 
   /** Gives buffered tasks back (they never started): straight back to pending. */
   releaseBuffered(): void {
-    for (const f of this.#buffer.splice(0)) {
-      f.controller.abort(new ShutdownError());
-      this.#live(f);
+    for (let h = this.#shift(); h !== undefined; h = this.#shift()) {
+      h.abort.abort(new ShutdownError());
+      void this.#life(h);
     }
   }
 
   /** Aborts every running handler with `ShutdownError`; their tasks go back to pending. */
   abortAll(): void {
-    for (const f of this.#inFlight.values()) f.controller.abort(new ShutdownError());
+    for (const h of this.#held.values()) h.abort.abort(new ShutdownError());
   }
 
   /** Resolves when no task is left (tasks claimed meanwhile included). */
-  async drained(): Promise<void> {
-    while (this.#lives.size > 0) await Promise.all(this.#lives);
+  drained(): Promise<void> {
+    if (this.#lives === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#drained.push(resolve));
   }
 
   /** Aborts a task whose lease moved on, and reports it. */
   leaseLost(token: LeaseToken): void {
-    const f = this.#inFlight.get(tokenKey(token));
-    if (!f || f.controller.signal.aborted) return;
+    const h = this.#held.get(tokenKey(token));
+    if (!h || h.abort.aborted) return;
     const error = new LeaseLostError(token.id, token.leaseVersion);
-    f.controller.abort(error);
-    this.#reportLeaseLost(f.task, error);
+    h.abort.abort(error);
+    this.#reportLeaseLost(h.task, error);
   }
 
-  #live(f: InFlight<Row>): void {
-    const life = this.#life(f).catch((error: unknown) => this.#p.onError(toError(error)));
-    this.#lives.add(life);
-    void life.finally(() => this.#lives.delete(life));
+  #shift(): Held<Row> | undefined {
+    if (this.#next >= this.#buffer.length) return undefined;
+    const h = this.#buffer[this.#next++];
+    // compact now and then rather than shifting an array of hundreds for every task
+    if (this.#next === this.#buffer.length) {
+      this.#buffer = [];
+      this.#next = 0;
+    } else if (this.#next >= 1024) {
+      this.#buffer = this.#buffer.slice(this.#next);
+      this.#next = 0;
+    }
+    return h;
   }
 
-  /** One task: its handler in a slot, then (slot already free) its fenced write. */
-  async #life(f: InFlight<Row>): Promise<void> {
+  /** One task: its handler in a slot, then (slot already free) its fenced write. Never rejects. */
+  async #life(h: Held<Row>): Promise<void> {
+    this.#lives++;
     try {
-      const { thrown, threw } = await this.#runHandler(f);
-      f.writing = true;
-      await this.#finish(f, thrown, threw);
+      const thrown = await this.#runHandler(h);
+      h.writing = true;
+      await this.#finish(h, thrown);
+    } catch (error) {
+      this.#p.onError(toError(error));
     } finally {
-      this.#inFlight.delete(tokenKey(f.task));
-      // the next task of an ordered group becomes claimable only now; and a write that held
-      // back claims (see the claim loop) frees capacity
-      if (f.task.groupKey !== null || this.writing >= this.#p.options.concurrency) this.#p.wakeup.wake();
+      this.#held.delete(h.key);
+      this.#p.onWritten(h.task);
+      if (--this.#lives === 0) for (const resolve of this.#drained.splice(0)) resolve();
     }
   }
 
-  async #runHandler(f: InFlight<Row>): Promise<{ thrown: unknown; threw: boolean }> {
-    if (f.controller.signal.aborted) return { thrown: f.controller.signal.reason, threw: true };
+  /** Runs the handler in a slot; returns what it threw (`NOTHING` when it returned). */
+  async #runHandler(h: Held<Row>): Promise<unknown> {
+    if (h.abort.aborted) return h.abort.reason;
     this.#handlers++;
-    f.startedAt = performance.now();
-    const timeoutMs = f.settings.handlerTimeoutMs;
-    const timer = timeoutMs === null ? undefined : setTimeout(() => f.controller.abort(new HandlerTimeoutError(timeoutMs)), timeoutMs);
+    h.startedAt = performance.now();
+    const timeoutMs = h.settings.handlerTimeoutMs;
+    const timer = timeoutMs === null ? undefined : setTimeout(() => h.abort.abort(new HandlerTimeoutError(timeoutMs)), timeoutMs);
     try {
-      await runUntilAborted(() => this.#p.options.handle(f.task, this.#context(f)), f.controller.signal);
-      return { thrown: undefined, threw: false };
+      await runUntilAborted(() => this.#p.options.handle(h.task, new Context(this, h)), h.abort);
+      return NOTHING;
     } catch (error) {
-      return { thrown: error, threw: true };
+      return error;
     } finally {
       clearTimeout(timer);
       this.#handlers--;
-      // the slot is free now: hand it to a buffered task, and let the loop refill the buffer
-      const next = this.#p.running() ? this.#buffer.shift() : undefined;
-      if (next) this.#live(next);
-      this.#p.wakeup.wake();
+      // the slot is free now: hand it to a buffered task; the claim loop decides on a refill
+      const next = this.#p.running() ? this.#shift() : undefined;
+      if (next) void this.#life(next);
+      this.#p.onSlotFree(performance.now() - h.startedAt);
     }
   }
 
-  async #finish(f: InFlight<Row>, thrown: unknown, threw: boolean): Promise<void> {
-    const { task, settings } = f;
-    const reason: unknown = f.controller.signal.aborted ? f.controller.signal.reason : undefined;
+  async #finish(h: Held<Row>, thrown: unknown): Promise<void> {
+    const { task, settings } = h;
+    const threw = thrown !== NOTHING;
+    const reason: unknown = h.abort.aborted ? h.abort.reason : undefined;
     if (reason instanceof LeaseLostError) return; // reported when it was detected; write nothing
     if (reason instanceof ShutdownError) {
-      await this.#giveBack(f);
+      await this.#giveBack(h);
       return;
     }
-    const outcome = classifyOutcome(threw && reason !== undefined ? reason : thrown, threw);
+    const outcome = classifyOutcome(threw && reason !== undefined ? reason : threw ? thrown : undefined, threw);
     const transition = transitionFor(outcome, task, settings.policy);
     if (transition === null) {
       this.leaseLost(task);
       return;
     }
-    const result = await this.#write(f, transition);
-    if (result.won) emitOutcome(this.#p.emitter, this.#p.log, task, outcome, transition, result.status, performance.now() - f.startedAt);
+    const result = await this.#write(h, transition);
+    if (result.won) emitOutcome(this.#p.emitter, this.#p.log, task, outcome, transition, result.status, performance.now() - h.startedAt);
   }
 
   /** Writes a fenced transition; a refusal is reported as a lost lease. */
-  async #write(f: InFlight<Row>, transition: Transition): Promise<FinalizeResult> {
-    const item = { id: f.task.id, leaseVersion: f.task.leaseVersion, transition, groupKey: f.task.groupKey };
+  async #write(h: Held<Row>, transition: Transition): Promise<FinalizeResult> {
+    const item = { id: h.task.id, leaseVersion: h.task.leaseVersion, transition, groupKey: h.task.groupKey };
     const result =
-      transition.to === 'done' && f.hooks.length > 0
-        ? await this.#p.finalizer.submitWithHooks(item, f.hooks)
+      transition.to === 'done' && h.hooks !== undefined
+        ? await this.#p.finalizer.submitWithHooks(item, h.hooks)
         : await this.#p.finalizer.submit(item);
     if (!result.won) {
-      const error = new LeaseLostError(f.task.id, f.task.leaseVersion, `finalize refused: task ${f.task.id} lease_version ${f.task.leaseVersion} moved on`);
-      this.#reportLeaseLost(f.task, error);
+      const error = new LeaseLostError(h.task.id, h.task.leaseVersion, `finalize refused: task ${h.task.id} lease_version ${h.task.leaseVersion} moved on`);
+      this.#reportLeaseLost(h.task, error);
     }
     return result;
   }
 
   /** Returns an unfinished task to pending, attempt refunded (the worker is stopping). */
-  async #giveBack(f: InFlight<Row>): Promise<void> {
-    const result = await this.#write(f, toReleased('released by a stopping worker'));
-    if (result.won) safeEmit(this.#p.emitter, 'task:released', { task: f.task });
+  async #giveBack(h: Held<Row>): Promise<void> {
+    const result = await this.#write(h, toReleased('released by a stopping worker'));
+    if (result.won) safeEmit(this.#p.emitter, 'task:released', { task: h.task });
   }
 
-  #context(f: InFlight<Row>): HandlerContext {
-    return {
-      signal: f.controller.signal,
-      extendLease: async (lease?: Duration) => {
-        const leaseMs = lease === undefined ? f.settings.leaseMs : parseDuration(lease, 'lease');
-        const extended = await leaseExtendMany(this.#p.db, this.#p.options.table, [
-          { id: f.task.id, leaseVersion: f.task.leaseVersion, leaseMs },
-        ]);
-        if (!extended.has(tokenKey(f.task))) {
-          this.leaseLost(f.task);
-          throw f.controller.signal.reason as LeaseLostError;
-        }
-      },
-      onCommit: (hook) => void f.hooks.push(hook),
-    };
+  /** `ctx.extendLease()` of a running task. */
+  async extendLease(h: Held<Row>, lease?: Duration): Promise<void> {
+    const leaseMs = lease === undefined ? h.settings.leaseMs : parseDuration(lease, 'lease');
+    const extended = await leaseExtendMany(this.#p.db, this.#p.options.table, [{ id: h.task.id, leaseVersion: h.task.leaseVersion, leaseMs }]);
+    if (!extended.has(h.key)) {
+      this.leaseLost(h.task);
+      throw h.abort.reason as LeaseLostError;
+    }
   }
 
   // The effect may already have happened; whoever owns the task now repeats it, and the task id
@@ -254,5 +267,36 @@ export class TaskRunner<Row> {
   #reportLeaseLost(task: Claimed<Row>, error: LeaseLostError): void {
     this.#p.log.write('warn', `lost lease: ${error.message}`, { ...this.#p.log.task(task), err: error });
     safeEmit(this.#p.emitter, 'task:lease-lost', { task, error });
+  }
+}
+
+/** What a handler that returned "threw". */
+const NOTHING: unknown = Symbol('nothing thrown');
+
+/**
+ * A running task's {@link HandlerContext}: one small object whose members are made on first
+ * read (the signal, and the two functions, bound so that `const { extendLease } = ctx` works).
+ */
+class Context<Row> implements HandlerContext {
+  readonly #runner: TaskRunner<Row>;
+  readonly #held: Held<Row>;
+  #extendLease: HandlerContext['extendLease'] | undefined;
+  #onCommit: HandlerContext['onCommit'] | undefined;
+
+  constructor(runner: TaskRunner<Row>, held: Held<Row>) {
+    this.#runner = runner;
+    this.#held = held;
+  }
+
+  get signal(): AbortSignal {
+    return this.#held.abort.signal;
+  }
+
+  get extendLease(): HandlerContext['extendLease'] {
+    return (this.#extendLease ??= (lease?: Duration) => this.#runner.extendLease(this.#held, lease));
+  }
+
+  get onCommit(): HandlerContext['onCommit'] {
+    return (this.#onCommit ??= (hook: CommitHook) => void (this.#held.hooks ??= []).push(hook));
   }
 }
