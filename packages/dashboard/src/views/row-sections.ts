@@ -1,0 +1,111 @@
+import type { GroupState } from '../sql/leased-group-state.js';
+import type { TableKind } from '../options.js';
+import { formatDuration, formatJson, formatTime } from './format.js';
+import { h, type Html } from './html.js';
+import { statusBadge } from './layout.js';
+
+/** A row as the row page shows it: the stored columns, with what `redact` let through. */
+export interface RowView {
+  readonly kind: TableKind;
+  readonly raw: Readonly<Record<string, unknown>>;
+  /** Redacted payload, checkpoint (tasks) and headers (outbox). */
+  readonly shown: { readonly payload: unknown; readonly checkpoint?: unknown; readonly headers?: unknown };
+  readonly group: GroupState | null;
+  /** Links of this table's pages, e.g. `/base/tasks`. */
+  readonly path: string;
+}
+
+/**
+ * The sections of the row page, in order. Each returns null when it has nothing to show. Workflow
+ * steps and children, limits and trace ids slot in here as those features land.
+ */
+export const ROW_SECTIONS: ReadonlyArray<(row: RowView) => Html | null> = [
+  summarySection,
+  leaseSection,
+  errorSection,
+  groupSection,
+  dataSection,
+  traceSection,
+  workflowSection,
+];
+
+function item(term: string, value: unknown): Html {
+  return h`<div><dt>${term}</dt><dd>${value === null || value === undefined || value === '' ? h`<span class="muted">—</span>` : value}</dd></div>`;
+}
+
+function when(value: unknown): Html | null {
+  return value instanceof Date ? h`<time datetime="${value.toISOString()}">${formatTime(value)}</time>` : null;
+}
+
+function summarySection(row: RowView): Html {
+  const r = row.raw;
+  const outbox = row.kind === 'outbox';
+  return h`<section aria-labelledby="s-summary"><h2 id="s-summary">Summary</h2><dl class="facts">
+${item('Status', statusBadge(String(r.status)))}
+${item(outbox ? 'Event type' : 'Name', r[outbox ? 'event_type' : 'name'])}
+${outbox ? item('Aggregate', `${String(r.aggregate_type)} ${String(r.aggregate_id)}`) : item('Dedup key', r.dedup_key)}
+${item('Priority', r.priority)}
+${item('Attempts', `${String(r.attempts)} of ${String(r.max_attempts)}`)}
+${item('Created', when(r.created_at))}
+${item('Due', when(r.available_at))}
+${item('Finished', when(r.done_at))}
+${item('Decision', r.resolution)}
+${item('Decided at', when(r.resolved_at))}
+</dl></section>`;
+}
+
+function leaseSection(row: RowView): Html {
+  const r = row.raw;
+  const until = r.lease_until instanceof Date ? r.lease_until : null;
+  const now = r.db_now as Date;
+  const left = until === null ? null : until.getTime() - now.getTime();
+  const deadline = until === null ? null : h`${when(until)} <span class="muted">(${left! >= 0 ? `in ${formatDuration(left!)}` : `ran out ${formatDuration(left!)} ago`})</span>`;
+  return h`<section aria-labelledby="s-lease"><h2 id="s-lease">Lease</h2><dl class="facts">
+${item('Owner', r.lease_owner)}
+${item('Deadline', r.status === 'processing' ? deadline : null)}
+${item('Fencing token', r.lease_version)}
+</dl></section>`;
+}
+
+function errorSection(row: RowView): Html | null {
+  const error = row.raw.last_error;
+  if (typeof error !== 'string' || error === '') return null;
+  return h`<section aria-labelledby="s-error"><h2 id="s-error">Last error</h2><pre class="error-text">${error}</pre></section>`;
+}
+
+function groupSection(row: RowView): Html | null {
+  const key = row.raw.group_key;
+  if (typeof key !== 'string') return null;
+  const id = String(row.raw.id);
+  const g = row.group;
+  const position = g === null ? 'The group has no unfinished row.'
+    : g.headId === id ? (row.raw.status === 'dead' ? 'This row is the head, and dead: the rows behind it wait until it is retried or skipped.' : 'This row is the head: it runs next.')
+    : row.raw.blocked === true ? `Waits behind the head, #${g.headId ?? '?'}.` : 'Finished.';
+  return h`<section aria-labelledby="s-group"><h2 id="s-group">Ordering group</h2><dl class="facts">
+${item('Group key', h`<a href="${row.path}/group?${new URLSearchParams({ key })}">${key}</a>`)}
+${item('Head', g?.headId == null ? null : h`<a href="${row.path}/${g.headId}">#${g.headId}</a>`)}
+${item('Waiting behind the head', g === null ? 0 : g.waiting > 10_000 ? '10,000+' : g.waiting)}
+${item('This row', position)}
+</dl></section>`;
+}
+
+function dataSection(row: RowView): Html {
+  const s = row.shown;
+  return h`<section aria-labelledby="s-payload"><h2 id="s-payload">Payload</h2><pre class="json">${formatJson(s.payload)}</pre></section>
+${row.kind === 'task' ? h`<section aria-labelledby="s-checkpoint"><h2 id="s-checkpoint">Checkpoint</h2>${s.checkpoint == null ? h`<p class="muted">None stored.</p>` : h`<pre class="json">${formatJson(s.checkpoint)}</pre>`}</section>` : ''}
+${row.kind === 'outbox' ? h`<section aria-labelledby="s-headers"><h2 id="s-headers">Headers</h2><pre class="json">${formatJson(s.headers)}</pre></section>` : ''}`;
+}
+
+function traceSection(row: RowView): Html {
+  const headers = row.kind === 'outbox' ? (row.shown.headers as Record<string, unknown> | null) : null;
+  const parent = headers?.traceparent;
+  return h`<section aria-labelledby="s-trace"><h2 id="s-trace">Trace</h2>
+${typeof parent === 'string' ? h`<dl class="facts">${item('traceparent', h`<code>${parent}</code>`)}</dl>` : h`<p class="muted">No trace id recorded${row.kind === 'task' ? ' (tasks carry none yet)' : ' (no traceparent header)'}.</p>`}
+</section>`;
+}
+
+function workflowSection(row: RowView): Html | null {
+  if (row.kind !== 'task') return null;
+  return h`<section aria-labelledby="s-workflow"><h2 id="s-workflow">Workflow steps and children</h2>
+<p class="muted">This version of leasehold records no workflow steps or child tasks.</p></section>`;
+}
