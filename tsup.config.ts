@@ -41,6 +41,7 @@ const builds = [
   packageBuild('packages/adapters-http', ['src/index.ts']),
   packageBuild('packages/adapters-nats', ['src/index.ts']),
   packageBuild('packages/adapters-amqp', ['src/index.ts']),
+  packageBuild('packages/dashboard', ['src/index.ts']),
   packageBuild('packages/cli', ['src/main.ts'], ['esm']),
 ];
 
