@@ -11,6 +11,7 @@ const alias = [
   { find: /^@leasehold\/adapters-http$/, replacement: source('./packages/adapters-http/src/index.ts') },
   { find: /^@leasehold\/adapters-nats$/, replacement: source('./packages/adapters-nats/src/index.ts') },
   { find: /^@leasehold\/adapters-amqp$/, replacement: source('./packages/adapters-amqp/src/index.ts') },
+  { find: /^@leasehold\/dashboard$/, replacement: source('./packages/dashboard/src/index.ts') },
 ];
 
 export default defineConfig({
