@@ -11,11 +11,11 @@ import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AckPolicy, jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { createDispatcher, type OutboxMessage } from '@leasehold/outbox';
+import { createDispatcher, createOutbox, type OutboxMessage } from '@leasehold/outbox';
 import { consumeJetStream, jetStreamPublisher, type InboxConsumer, type JetStreamPublisher } from '@leasehold/adapters-nats';
 import type { Inbox } from '@leasehold/adapters-http';
 import { useTestDatabase } from '../fixtures.js';
-import { useWorkers } from '../workers.js';
+import { nextEvent, useWorkers } from '../workers.js';
 import { BrokerFleet } from './broker-fleet.js';
 import { NatsNodes } from './nats-servers.js';
 import {
@@ -262,6 +262,37 @@ describe('JetStream: outbox → jetStreamPublisher → stream → consumeJetStre
       retries: retryDelays.length, 'max-backoff-ms': Math.max(...retryDelays), 'delivered-within-ms-of-restart': recoveredMs,
       applied: outcome.applied, lost: outcome.lost, dead,
     });
+  });
+});
+
+describe('JetStream: failures classified against a real server', () => {
+  it('a subject no stream captures: retried by default, dead at once with streamMissing permanent; another stream than expected and a Nats-* header: dead', { timeout: 60_000 }, async () => {
+    const nc = await natsConnection(NATS_URL);
+    const jsm = await jetstreamManager(nc);
+    const { stream, prefix } = await makeStream(jsm);
+    closers.push(() => jsm.streams.delete(stream));
+    await installConsumer(t.db, t.pool);
+    const outbox = createOutbox();
+    const add = (eventType: string, headers: Record<string, string> = {}) =>
+      outbox.add(t.db, { aggregateType: 'acct', aggregateId: 1, eventType, payload: {}, headers });
+    const subject = (m: OutboxMessage) => (m.eventType === 'nowhere' ? `lhtest-nostream-${prefix}.x` : `${prefix}.${m.eventType}`);
+    const run = async (publisherOptions: Parameters<typeof jetStreamPublisher>[0], eventType: string, event: 'task:dead' | 'task:retrying') => {
+      const publisher = jetStreamPublisher(publisherOptions);
+      const d = track(createDispatcher({ pool: t.pool, publisher, eventTypes: [eventType], pollInterval: 50, backoff: { base: 10, cap: 50 }, logger: null }));
+      const seen = nextEvent(d, event);
+      await d.start();
+      const { error } = await seen;
+      await d.stop({ timeout: '5s' });
+      await publisher.close();
+      return error.message;
+    };
+    await add('nowhere');
+    expect(await run({ servers: NATS_URL, subject, timeout: 300 }, 'nowhere', 'task:retrying')).toMatch(/no stream captures subject/);
+    expect(await run({ servers: NATS_URL, subject, timeout: 300, streamMissing: 'permanent' }, 'nowhere', 'task:dead')).toMatch(/no stream captures subject/);
+    await add('expected');
+    expect(await run({ servers: NATS_URL, subject, expectStream: 'SOME_OTHER' }, 'expected', 'task:dead')).toMatch(/10060/);
+    await add('rollup', { 'Nats-Rollup': 'sub' });
+    expect(await run({ servers: NATS_URL, subject }, 'rollup', 'task:dead')).toMatch(/header `Nats-Rollup` is reserved/);
   });
 });
 

@@ -114,6 +114,11 @@ export class AmqpLink {
     return opening;
   }
 
+  /** Ms until the next connection attempt is allowed (0: now, or connected). */
+  get retryInMs(): number {
+    return this.#current ? 0 : Math.max(0, this.#retryAt - Date.now());
+  }
+
   /** Closes the connection (within `timeoutMs`); idempotent. */
   async close(timeoutMs: number): Promise<void> {
     this.#closed = true;

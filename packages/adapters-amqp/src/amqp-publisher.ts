@@ -56,9 +56,10 @@ async function publish(options: NormalizedAmqpOptions, link: AmqpLink, message: 
   }
   const body = encodeBody(options.body(message), message);
   const properties = amqpProperties(message, messageId, options);
+  const deadline = Date.now() + options.timeoutMs;
   try {
-    const channel = await untilAborted(link.get(), signal, what);
-    const confirmed = withTimeout(confirm(channel, options.exchange, routingKey, body, properties), options.timeoutMs, () =>
+    const channel = await untilAborted(connected(link, deadline), signal, what);
+    const confirmed = withTimeout(confirm(channel, options.exchange, routingKey, body, properties), Math.max(1, deadline - Date.now()), () =>
       new AmqpFailureError({ kind: 'timeout', ms: options.timeoutMs }),
     );
     await untilAborted(confirmed, signal, what);
@@ -68,6 +69,25 @@ async function publish(options: NormalizedAmqpOptions, link: AmqpLink, message: 
     const verdict = classifyAmqpFailure(error.failure);
     const text = `${what}: ${verdict.reason}`;
     throw verdict.kind === 'permanent' ? new PermanentError(text, { cause: error.cause }) : new RetryableError(text, { cause: error.cause });
+  }
+}
+
+/**
+ * The link's channel; while the broker is unreachable, waits for the next connection attempt
+ * as long as it falls before `deadline`. An attempt thus spends its `timeout` trying, as a
+ * slow broker would make it, instead of failing at once: a 10 s outage does not burn a
+ * message's attempts in a few seconds.
+ */
+async function connected(link: AmqpLink, deadline: number): Promise<AmqpChannel> {
+  for (;;) {
+    try {
+      return await link.get();
+    } catch (error) {
+      const waitMs = link.retryInMs;
+      const unavailable = error instanceof AmqpFailureError && error.failure.kind === 'unavailable';
+      if (!unavailable || Date.now() + waitMs >= deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, Math.max(10, waitMs)));
+    }
   }
 }
 
