@@ -29,13 +29,15 @@ export class CsrfTokens {
 }
 
 /**
- * Refuses what a browser says came from another site: `Sec-Fetch-Site: cross-site` / `same-site`,
- * or an `Origin` other than the request's own. Requests without those headers (curl, older
- * browsers) are left to the token check.
+ * Refuses what a browser says came from another site: `Sec-Fetch-Site` other than `same-origin`
+ * (or `none`, typed by the person), or else an `Origin` other than the request's own. Requests
+ * with neither header (curl, scripts) are left to the token check.
  */
 export function checkFetchSite(headers: Headers, requestUrl: string): boolean {
+  // a browser that sends Sec-Fetch-Site says it for sure; Origin is the fallback (it is `null`
+  // under some referrer policies, so it is not read when the former is there)
   const site = headers.get('sec-fetch-site');
-  if (site !== null && site !== 'same-origin' && site !== 'none') return false;
+  if (site !== null) return site === 'same-origin' || site === 'none';
   const origin = headers.get('origin');
   if (origin === null) return true;
   if (origin === 'null') return false;

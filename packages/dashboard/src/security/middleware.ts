@@ -19,7 +19,8 @@ export function securityHeaders(): MiddlewareHandler<DashboardEnv> {
     await next();
     c.header('Content-Security-Policy', CSP);
     c.header('X-Content-Type-Options', 'nosniff');
-    c.header('Referrer-Policy', 'no-referrer');
+    // same-origin, not no-referrer: under no-referrer Chromium posts forms with `Origin: null`
+    c.header('Referrer-Policy', 'same-origin');
     c.header('X-Frame-Options', 'DENY');
     if (!c.req.path.includes('/assets/')) c.header('Cache-Control', 'no-store');
   };
