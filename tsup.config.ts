@@ -36,7 +36,7 @@ function packageBuild(dir: string, entry: string[], format: Format[] = ['esm', '
 }
 
 const builds = [
-  packageBuild('packages/core', ['src/index.ts', 'src/testing/index.ts']),
+  packageBuild('packages/core', ['src/index.ts', 'src/internal.ts', 'src/testing/index.ts']),
   packageBuild('packages/outbox', ['src/index.ts']),
   packageBuild('packages/adapters-http', ['src/index.ts']),
   packageBuild('packages/adapters-nats', ['src/index.ts']),

@@ -7,6 +7,7 @@ const source = (path: string) => fileURLToPath(new URL(path, import.meta.url));
 const alias = [
   { find: /^@leasehold\/core$/, replacement: source('./packages/core/src/index.ts') },
   { find: /^@leasehold\/core\/testing$/, replacement: source('./packages/core/src/testing/index.ts') },
+  { find: /^@leasehold\/core\/internal$/, replacement: source('./packages/core/src/internal.ts') },
   { find: /^@leasehold\/outbox$/, replacement: source('./packages/outbox/src/index.ts') },
   { find: /^@leasehold\/adapters-http$/, replacement: source('./packages/adapters-http/src/index.ts') },
   { find: /^@leasehold\/adapters-nats$/, replacement: source('./packages/adapters-nats/src/index.ts') },

@@ -1,4 +1,5 @@
-import { leaseClaim, type LeasedTable } from '@leasehold/core';
+import type { LeasedTable } from '@leasehold/core';
+import { leaseClaim } from '@leasehold/core/internal';
 import type pg from 'pg';
 
 /** What one claim statement read, from its EXPLAIN (ANALYZE) plan. */

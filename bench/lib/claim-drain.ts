@@ -1,7 +1,8 @@
 // The claim → fenced finalize loop of the claim workloads, with the public primitives, and an
 // EXPLAIN of the claim statement.
 import pg from 'pg';
-import { claim, leaseClaim, leaseFinalizeMany, toDone, type LeasedTable, type TaskRow } from '@leasehold/core';
+import { claim, type LeasedTable, type TaskRow } from '@leasehold/core';
+import { leaseClaim, leaseFinalizeMany, toDone } from '@leasehold/core/internal';
 import { hrtimeMs } from './stats.js';
 import type { BenchContext } from './workload.js';
 

@@ -5,8 +5,6 @@ import { createServer } from 'node:net';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
-  applyMigrationLine,
-  CORE_MIGRATION_LINE,
   createWorker,
   DatabaseNotReadyError,
   isLeaseholdError,
@@ -14,6 +12,7 @@ import {
   migrate,
   type DatabaseNotReadyReason,
 } from '@leasehold/core';
+import { applyMigrationLine, CORE_MIGRATION_LINE } from '@leasehold/core/internal';
 import { createDispatcher } from '@leasehold/outbox';
 import { useTestDatabase } from '../fixtures.js';
 import { nextEvent, useWorkers } from '../workers.js';

@@ -2,7 +2,6 @@
 // anything touches the database (the executors and pools here fail the test if SQL runs).
 import { describe, expect, it } from 'vitest';
 import {
-  applyMigrationLine,
   claim,
   ConfigError,
   createLeaseWorker,
@@ -22,6 +21,7 @@ import {
   taskTable,
   type PgPoolLike,
 } from '@leasehold/core';
+import { applyMigrationLine } from '@leasehold/core/internal';
 
 const noSql: PgPoolLike = {
   query: async () => {

@@ -5,7 +5,8 @@
 import fc from 'fast-check';
 import { sql } from 'kysely';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { defineTask, enqueue, enqueueMany, INPUT_LIMITS, textFault, toJsonText, type Executor } from '@leasehold/core';
+import { defineTask, enqueue, enqueueMany, INPUT_LIMITS, type Executor } from '@leasehold/core';
+import { textFault, toJsonText } from '@leasehold/core/internal';
 import { createDispatcher, createOutbox, type OutboxEvent } from '@leasehold/outbox';
 import { createInbox, httpPublisher } from '@leasehold/adapters-http';
 import { useTestDatabase } from '../fixtures.js';

@@ -6,22 +6,24 @@ import fc from 'fast-check';
 import { sql } from 'kysely';
 import { expect } from 'vitest';
 import {
-  compareIds,
-  leaseClaim,
-  leaseExtendMany,
-  leaseFinalizeMany,
   leaseRetryDeadMany,
   leaseSkipDeadMany,
   markDead,
   markDone,
   reschedule,
   taskTable,
+} from '@leasehold/core';
+import {
+  compareIds,
+  leaseClaim,
+  leaseExtendMany,
+  leaseFinalizeMany,
   toDead,
   toDeferred,
   toDone,
   transitionFor,
   type Transition,
-} from '@leasehold/core';
+} from '@leasehold/core/internal';
 import { checkAgainstModel, type Real } from './lease-check.js';
 import { WORKERS, type LeaseModel, type Token } from './lease-model.js';
 

@@ -1,4 +1,5 @@
-import { fullJitterBackoff, toError, type BackoffPolicy } from '@leasehold/core';
+import type { BackoffPolicy } from '@leasehold/core';
+import { fullJitterBackoff, toError } from '@leasehold/core/internal';
 import { connect, type ChannelModel, type ConfirmChannel, type Message, type Options, type SocketOptions } from 'amqplib';
 import { withTimeout } from './bounded.js';
 import type { AmqpFailure } from './classify-amqp-failure.js';

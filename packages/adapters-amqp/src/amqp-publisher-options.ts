@@ -1,4 +1,5 @@
-import { ConfigError, parseDuration, type BackoffPolicy, type Duration } from '@leasehold/core';
+import { ConfigError, type BackoffPolicy, type Duration } from '@leasehold/core';
+import { parseDuration } from '@leasehold/core/internal';
 import type { OutboxMessage } from '@leasehold/outbox';
 import type { ConfirmChannel, Options, SocketOptions } from 'amqplib';
 import { defaultRoutingKey } from './routing-key.js';

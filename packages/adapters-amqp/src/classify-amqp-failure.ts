@@ -1,4 +1,4 @@
-import { assertNever } from '@leasehold/core';
+import { assertNever } from '@leasehold/core/internal';
 
 /** What went wrong with one publish on a confirm channel. */
 export type AmqpFailure =

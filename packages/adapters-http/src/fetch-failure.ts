@@ -1,4 +1,4 @@
-import { toError } from '@leasehold/core';
+import { toError } from '@leasehold/core/internal';
 import { HttpRetryableError } from './http-errors.js';
 
 /** What was going on when a request failed without a response. */

@@ -1,4 +1,5 @@
-import { checkHeaders, ConfigError } from '@leasehold/core';
+import { ConfigError } from '@leasehold/core';
+import { checkHeaders } from '@leasehold/core/internal';
 
 /**
  * Why `fetch` would refuse this header, or `undefined`. Node's own `Headers` is the rule (a

@@ -1,4 +1,5 @@
-import { checkInteger, ConfigError, INTEGER_RANGES, parseDuration, type Duration } from '@leasehold/core';
+import { ConfigError, INTEGER_RANGES, type Duration } from '@leasehold/core';
+import { checkInteger, parseDuration } from '@leasehold/core/internal';
 import type { ConflictPolicy, HttpClassification, HttpResponseSummary } from './classify-response.js';
 import { webhookEnvelope } from './envelope.js';
 import { checkHttpHeaders, httpHeaderFault } from './http-headers.js';

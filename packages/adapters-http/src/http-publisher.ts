@@ -1,4 +1,5 @@
-import { assertNever, currentTraceHeaders, DeferError, withSpan } from '@leasehold/core';
+import { DeferError } from '@leasehold/core';
+import { assertNever, currentTraceHeaders, withSpan } from '@leasehold/core/internal';
 import { classifyResponse, type HttpClassification, type HttpResponseSummary } from './classify-response.js';
 import { fetchFailure } from './fetch-failure.js';
 import { HttpPermanentError, HttpRetryableError } from './http-errors.js';

@@ -1,14 +1,11 @@
 import {
-  checkKey,
   inTransaction,
-  parseDuration,
-  validateIdentifier,
-  withSpan,
   type Duration,
   type Executor,
   type PgQueryable,
   type TransactionSource,
 } from '@leasehold/core';
+import { checkKey, parseDuration, validateIdentifier, withSpan } from '@leasehold/core/internal';
 import type { Kysely } from 'kysely';
 import { inboxInsert } from './sql/inbox-insert.js';
 import { inboxPrune } from './sql/inbox-prune.js';

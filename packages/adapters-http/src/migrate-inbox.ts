@@ -1,4 +1,5 @@
-import { applyMigrationLine, type MigrateOptions, type MigrateResult, type TransactionSource } from '@leasehold/core';
+import type { MigrateOptions, MigrateResult, TransactionSource } from '@leasehold/core';
+import { applyMigrationLine } from '@leasehold/core/internal';
 import { MIGRATIONS } from './migrate/generated-migrations.js';
 
 /**

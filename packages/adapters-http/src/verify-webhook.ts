@@ -1,5 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
-import { ConfigError, parseDuration, type Duration } from '@leasehold/core';
+import { ConfigError, type Duration } from '@leasehold/core';
+import { parseDuration } from '@leasehold/core/internal';
 import { signedContent } from './sign-webhook.js';
 import { WebhookVerificationError } from './webhook-verification-error.js';
 import { toWebhookKeys, type WebhookKey } from './webhook-secret.js';

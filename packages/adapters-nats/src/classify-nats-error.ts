@@ -1,4 +1,4 @@
-import { toError } from '@leasehold/core';
+import { toError } from '@leasehold/core/internal';
 
 /**
  * The verdict on one failed JetStream publish, as a union on `kind`. `no-responders` needs one

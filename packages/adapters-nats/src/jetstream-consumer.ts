@@ -1,4 +1,5 @@
-import { ConfigError, parseDuration, toError, type Duration, type PgQueryable } from '@leasehold/core';
+import { ConfigError, type Duration, type PgQueryable } from '@leasehold/core';
+import { parseDuration, toError } from '@leasehold/core/internal';
 import { createInbox, type Inbox } from '@leasehold/adapters-http';
 import type { Consumer, JsMsg } from '@nats-io/jetstream';
 import type { Kysely } from 'kysely';

@@ -1,4 +1,5 @@
-import { ConfigError, parseDuration, type Duration } from '@leasehold/core';
+import { ConfigError, type Duration } from '@leasehold/core';
+import { parseDuration } from '@leasehold/core/internal';
 import type { OutboxMessage } from '@leasehold/outbox';
 import type { NatsConnection, NodeConnectionOptions } from '@nats-io/transport-node';
 import { defaultSubject } from './subject.js';

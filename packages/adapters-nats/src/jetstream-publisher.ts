@@ -1,4 +1,5 @@
-import { assertNever, PermanentError, RetryableError, toError } from '@leasehold/core';
+import { PermanentError, RetryableError } from '@leasehold/core';
+import { assertNever, toError } from '@leasehold/core/internal';
 import type { OutboxMessage, PublishContext, Publisher } from '@leasehold/outbox';
 import { headers as natsHeaders } from '@nats-io/transport-node';
 import { untilAborted, withTimeout } from './bounded.js';

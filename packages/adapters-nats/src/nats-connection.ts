@@ -1,4 +1,5 @@
-import { RetryableError, toError } from '@leasehold/core';
+import { RetryableError } from '@leasehold/core';
+import { toError } from '@leasehold/core/internal';
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection, type NodeConnectionOptions } from '@nats-io/transport-node';
 import { withTimeout } from './bounded.js';

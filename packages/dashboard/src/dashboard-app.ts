@@ -1,4 +1,4 @@
-import { toError } from '@leasehold/core';
+import { toError } from '@leasehold/core/internal';
 import { Hono } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import { leasedTables, type DashboardApp, type DashboardEnv } from './env.js';

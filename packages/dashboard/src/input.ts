@@ -1,4 +1,5 @@
-import { checkKey, checkName, checkRowId, checkText, isLeaseholdError, TASK_STATUSES, type TaskStatus } from '@leasehold/core';
+import { isLeaseholdError, TASK_STATUSES, type TaskStatus } from '@leasehold/core';
+import { checkKey, checkName, checkRowId, checkText } from '@leasehold/core/internal';
 import { HTTPException } from 'hono/http-exception';
 import { TABLE_KINDS, type TableKind } from './options.js';
 

@@ -1,4 +1,5 @@
-import { ConfigError, parseInteger, validateIdentifier, type Executor, type TransactionSource } from '@leasehold/core';
+import { ConfigError, type Executor, type TransactionSource } from '@leasehold/core';
+import { parseInteger, validateIdentifier } from '@leasehold/core/internal';
 
 /** Which leased table a row belongs to. */
 export const TABLE_KINDS = ['task', 'outbox'] as const;

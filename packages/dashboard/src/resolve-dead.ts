@@ -1,12 +1,12 @@
 import {
   leaseRetryDeadMany,
   leaseSkipDeadMany,
-  toError,
   withTransaction,
   type DeadResolution,
   type LeasedTable,
   type TransactionSource,
 } from '@leasehold/core';
+import { toError } from '@leasehold/core/internal';
 import type { TableKind } from './options.js';
 import type { ResolutionOutcome } from './views/confirm.js';
 

@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { ConfigError, parseInteger } from '@leasehold/core';
+import { ConfigError } from '@leasehold/core';
+import { parseInteger } from '@leasehold/core/internal';
 import { mountDashboard } from './mount-dashboard.js';
 import type { DashboardOptions } from './options.js';
 import { isLoopbackHost } from './security/loopback.js';

@@ -1,13 +1,12 @@
 import {
   ConfigError,
-  CORE_MIGRATION_LINE,
   createLeaseWorker,
-  parseDuration,
   type Duration,
   type LeaseWorker,
   type PgPoolLike,
   type WorkerLogger,
 } from '@leasehold/core';
+import { CORE_MIGRATION_LINE, parseDuration } from '@leasehold/core/internal';
 import { checkDispatchTiming, fittingBatch } from './dispatch-timing.js';
 import { MIGRATIONS } from './migrate/generated-migrations.js';
 import { toOutboxMessage } from './outbox-message.js';

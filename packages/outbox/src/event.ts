@@ -1,4 +1,5 @@
-import { checkHeaders, checkInteger, checkKey, checkName, ConfigError, INTEGER_RANGES, toJsonText } from '@leasehold/core';
+import { ConfigError, INTEGER_RANGES } from '@leasehold/core';
+import { checkHeaders, checkInteger, checkKey, checkName, toJsonText } from '@leasehold/core/internal';
 
 /**
  * A domain event to record in the outbox, in the same transaction as the business change it

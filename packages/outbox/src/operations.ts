@@ -1,7 +1,4 @@
 import {
-  checkInteger,
-  checkRowId,
-  checkText,
   ConfigError,
   INPUT_LIMITS,
   INTEGER_RANGES,
@@ -9,13 +6,13 @@ import {
   leasePurgeDone,
   leaseRetryDeadMany,
   leaseSkipDeadMany,
-  parseDuration,
   type DeadResolution,
   type Duration,
   type Executor,
   type LeasedTable,
   type LeaseStats,
 } from '@leasehold/core';
+import { checkInteger, checkRowId, checkText, parseDuration } from '@leasehold/core/internal';
 import type { OutboxRow } from './outbox-table.js';
 
 /**

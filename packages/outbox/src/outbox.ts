@@ -1,14 +1,12 @@
 import {
   ConfigError,
   inTransaction,
-  leaseLockGroups,
-  leaseSettleGroups,
   leaseStats,
-  currentTraceHeaders,
   type DeadResolution,
   type Executor,
   type LeasedTable,
 } from '@leasehold/core';
+import { leaseLockGroups, leaseSettleGroups, currentTraceHeaders } from '@leasehold/core/internal';
 import { checkEvent, checkMaxAttempts, type OutboxEvent } from './event.js';
 import {
   listDead,

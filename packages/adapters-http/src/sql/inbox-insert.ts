@@ -1,4 +1,5 @@
-import { execute, type Executor } from '@leasehold/core';
+import type { Executor } from '@leasehold/core';
+import { execute } from '@leasehold/core/internal';
 import { sql } from 'kysely';
 
 /**

@@ -1,4 +1,5 @@
-import { execute, type Executor, type LeasedTable } from '@leasehold/core';
+import type { Executor, LeasedTable } from '@leasehold/core';
+import { execute } from '@leasehold/core/internal';
 import { sql } from 'kysely';
 import { tableRef } from './table-ref.js';
 

@@ -1,4 +1,5 @@
-import { execute, type Executor, type LeasedTable, type TaskStatus } from '@leasehold/core';
+import type { Executor, LeasedTable, TaskStatus } from '@leasehold/core';
+import { execute } from '@leasehold/core/internal';
 import { sql, type RawBuilder } from 'kysely';
 import { tableRef } from './table-ref.js';
 

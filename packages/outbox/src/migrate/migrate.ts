@@ -1,11 +1,11 @@
 import {
-  applyMigrationLine,
   migrate as migrateCore,
   type MigrateOptions,
   type MigrateResult,
   type PgPoolLike,
   type TransactionSource,
 } from '@leasehold/core';
+import { applyMigrationLine } from '@leasehold/core/internal';
 import type { Kysely } from 'kysely';
 import { MIGRATIONS } from './generated-migrations.js';
 

@@ -1,4 +1,5 @@
-import { compareIds, execute, type Executor, type LeasedTable } from '@leasehold/core';
+import type { Executor, LeasedTable } from '@leasehold/core';
+import { compareIds, execute } from '@leasehold/core/internal';
 import { sql } from 'kysely';
 
 /** One checked outbox row for {@link outboxInsertMany}. */

@@ -1,0 +1,59 @@
+/**
+ * `@leasehold/core/internal`: what leasehold's own packages (`@leasehold/outbox`, the adapters,
+ * the CLI, the dashboard) share with core, and what its tests and benchmarks reach into.
+ *
+ * @internal Unstable: no semver promise. Any name here may change or go in any release, a patch
+ * release included. Applications import from `@leasehold/core`; if you need something from this
+ * list, open an issue saying what for, so it can become public API.
+ *
+ * @packageDocumentation
+ */
+
+// errors and outcomes: every catch passes its value through toError (STYLE 9)
+export { toError } from './errors.js';
+export { classifyOutcome, assertNever, describeError, type Outcome } from './outcome.js';
+
+// durations, integers, backoff
+export { parseDuration, parseInteger } from './duration.js';
+export { fullJitterBackoff, DEFAULT_BACKOFF } from './backoff.js';
+
+// input checks: each rule has one source, which the sibling packages call
+export { validateIdentifier } from './identifier.js';
+export { checkInteger, checkRowId, isRowId } from './input/integer.js';
+export { checkText, checkName, checkKey, textFault, type TextRule } from './input/text.js';
+export { checkHeaders } from './input/headers.js';
+export { toJsonText } from './input/json.js';
+
+// the fenced state changes and the statements of the lease engine
+export { toDone, toRetry, toDeferred, toReleased, toDead, type Transition } from './transition.js';
+export { transitionFor } from './transition-for.js';
+export { execute, type ExecuteOptions } from './sql/execute.js';
+export { tokenKey } from './sql/lease-row.js';
+export {
+  leaseClaim,
+  compareIds,
+  REAP_ERROR,
+  type LeaseClaimInput,
+  type LeaseClaimResult,
+  type ReapedRow,
+} from './sql/lease-claim.js';
+export { leaseFinalizeMany, type FinalizeItem, type FinalizeResult } from './sql/lease-finalize-many.js';
+export { leaseExtendMany, type ExtendItem } from './sql/lease-extend-many.js';
+export { leaseLockGroups, leaseLockGroupsOfRows } from './sql/lease-lock-groups.js';
+export { leaseSettleGroups } from './sql/lease-settle-groups.js';
+export { taskInsertMany, type TaskInsert } from './sql/task-insert-many.js';
+export { taskCheckpoint } from './sql/task-checkpoint.js';
+
+// migration lines of other packages, on core's migrator
+export { applyMigrationLine, type MigrationLine } from './migrate/migrator.js';
+export type { Migration } from './migrate/migration.js';
+/** Core's migration line, which the outbox's dispatcher requires at start(). */
+export { CORE_MIGRATION_LINE } from './worker/core-migration-line.js';
+
+// the worker's settings, and the words start() and the CLI share
+export { runSettings } from './worker/settings.js';
+export { MIGRATE_HINT, describeDatabaseError } from './worker/database-not-ready-error.js';
+
+// telemetry (OpenTelemetry, an optional peer dependency) for the publishers and the inbox
+export { currentTraceHeaders, TRACE_HEADERS } from './telemetry/trace-headers.js';
+export { withSpan, type SpanAttributes, type SpanHandle, type SpanKindName, type SpanOptions } from './telemetry/with-span.js';
