@@ -1,9 +1,10 @@
 import { parseArgs } from 'node:util';
-import { parseDuration, validateIdentifier } from '@leasehold/core';
+import { parseDuration, validateIdentifier } from '@leasehold/core/internal';
+import { dashboardArgsOf, type DashboardArgs } from './dashboard-args.js';
 import { UsageError } from './errors.js';
 
 /** The commands, as typed (`dead list` is one command of two words). */
-export const COMMANDS = ['migrate', 'stats', 'dead list', 'dead retry', 'dead skip', 'purge', 'watch', 'help', 'version'] as const;
+export const COMMANDS = ['migrate', 'stats', 'dead list', 'dead retry', 'dead skip', 'purge', 'watch', 'dashboard', 'help', 'version'] as const;
 
 /** One of {@link COMMANDS}. */
 export type Command = (typeof COMMANDS)[number];
@@ -34,6 +35,8 @@ export interface Invocation {
   readonly olderThanText: string | undefined;
   readonly intervalMs: number;
   readonly withInbox: boolean;
+  /** `dashboard`'s `--host`, `--port`, `--token`, `--read-only`. */
+  readonly dashboard: DashboardArgs;
 }
 
 const OPTIONS = {
@@ -48,6 +51,10 @@ const OPTIONS = {
   'older-than': { type: 'string' },
   interval: { type: 'string' },
   'with-inbox': { type: 'boolean' },
+  host: { type: 'string' },
+  port: { type: 'string' },
+  token: { type: 'string' },
+  'read-only': { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean' },
 } as const;
@@ -65,6 +72,7 @@ const ALLOWED: Readonly<Record<Command, readonly OptionName[]>> = {
   'dead skip': ['table', 'reason'],
   purge: ['table', 'older-than'],
   watch: ['interval'],
+  dashboard: ['host', 'port', 'token', 'read-only'],
   help: [],
   version: [],
 };
@@ -111,6 +119,7 @@ export function parseCommandLine(argv: readonly string[]): Invocation {
     olderThanText: values['older-than'],
     intervalMs: values.interval === undefined ? 2_000 : durationOf(values.interval, '--interval', false),
     withInbox: values['with-inbox'] === true,
+    dashboard: dashboardArgsOf(values),
   });
 }
 

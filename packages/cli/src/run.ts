@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import { migrate as migrateOutbox } from '@leasehold/outbox';
 import { parseCommandLine, type Command, type Invocation } from './args.js';
+import { dashboardCommand } from './commands/dashboard.js';
 import { deadListCommand } from './commands/dead-list.js';
 import { deadResolveCommand } from './commands/dead-resolve.js';
 import { migrateCommand } from './commands/migrate.js';
@@ -26,6 +27,7 @@ const HANDLERS: Readonly<Record<Exclude<Command, 'help' | 'version'>, CommandHan
   'dead retry': deadResolveCommand('retry'),
   'dead skip': deadResolveCommand('skip'),
   purge: purgeCommand,
+  dashboard: dashboardCommand,
 };
 
 /** What {@link run} needs from the process. */

@@ -15,6 +15,9 @@ Commands:
                                   dead -> done without running (unblocks an ordered group)
   purge --older-than 7d [--table t]
                                   delete done rows finished longer ago than that
+  dashboard [--host 127.0.0.1] [--port 4100] [--token t] [--read-only]
+                                  the web dashboard until Ctrl-C; any host but a loopback
+                                  one needs --token (or $LEASEHOLD_DASHBOARD_TOKEN)
 
 Ids are written task:12 or outbox:7 (as "dead list" prints them); a bare 12 means --table's,
 or the only table there is. Several ids: "task:12 task:13" or "task:12,13".
@@ -31,5 +34,5 @@ Exit codes:
   0    done
   1    could not: database unreachable, schema not migrated, unknown or not-dead ids, SQL error
   2    wrong command line, or no database given
-  130  interrupted (SIGINT/SIGTERM); watch exits 0 on Ctrl-C
+  130  interrupted (SIGINT/SIGTERM); watch and dashboard exit 0 on Ctrl-C
 `;
