@@ -80,6 +80,25 @@ export class NatsNode {
   get log(): string {
     return this.#log;
   }
+
+  /**
+   * This node's view of `stream`, read from its monitoring port (`/jsz`), which answers even
+   * while the stream has no leader: the leader it knows (its own name once it won an
+   * election) and the messages its replica holds. Undefined when it holds no replica.
+   */
+  async streamView(stream: string): Promise<{ leader: string; messages: number } | undefined> {
+    const res = await fetch(`http://127.0.0.1:${this.monitorPort}/jsz?streams=true`, { signal: AbortSignal.timeout(1_000) });
+    const body = (await res.json()) as JszAnswer;
+    const found = body.account_details?.flatMap((a) => a.stream_detail ?? []).find((s) => s.name === stream);
+    return found && { leader: found.cluster?.leader ?? '', messages: found.state?.messages ?? 0 };
+  }
+}
+
+/** The part of nats-server's `/jsz?streams=true` answer that {@link NatsNode.streamView} reads. */
+interface JszAnswer {
+  readonly account_details?: ReadonlyArray<{
+    readonly stream_detail?: ReadonlyArray<{ readonly name: string; readonly cluster?: { readonly leader?: string }; readonly state?: { readonly messages?: number } }>;
+  }>;
 }
 
 /** Nodes started together; `destroy()` kills them and removes their folders. */
