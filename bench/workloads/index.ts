@@ -1,7 +1,9 @@
 // Every workload, in the order the bench runs them within a round.
 import type { Workload } from '../lib/workload.js';
+import { BROKER_WORKLOADS } from './broker-publish.js';
 import { claimBlocked } from './claim-blocked.js';
 import { claimCost } from './claim-cost.js';
+import { dashboardPaging } from './dashboard-paging.js';
 import { enqueueBulk, enqueueSingle } from './enqueue.js';
 import { heartbeat } from './heartbeat.js';
 import { latency } from './latency.js';
@@ -16,7 +18,9 @@ export const WORKLOADS: readonly Workload[] = [
   latency,
   outboxUnordered,
   outboxOrdered,
+  ...BROKER_WORKLOADS,
   heartbeat,
   claimCost,
   claimBlocked,
+  dashboardPaging,
 ];
