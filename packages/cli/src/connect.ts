@@ -1,3 +1,4 @@
+import { describeDatabaseError } from '@leasehold/core/internal';
 import pg from 'pg';
 import { describeDatabaseUrl } from './database-target.js';
 import { CommandError } from './errors.js';
@@ -27,28 +28,7 @@ export async function connect(url: string): Promise<Connection> {
     return { pool, serverVersion: info.serverVersion, database: info.database };
   } catch (error) {
     await pool.end().catch(() => undefined);
-    throw new CommandError(`cannot use ${describeDatabaseUrl(url)}: ${explain(error)}`);
+    // the words a worker's start() uses for the same failure (core's DatabaseNotReadyError)
+    throw new CommandError(`cannot use ${describeDatabaseUrl(url)}: ${describeDatabaseError(error).text}`);
   }
-}
-
-// SQLSTATEs and socket codes a person can act on
-const EXPLANATIONS: Readonly<Record<string, string>> = {
-  ECONNREFUSED: 'connection refused (is PostgreSQL running on that host and port?)',
-  ENOTFOUND: 'unknown host',
-  EAI_AGAIN: 'host name lookup failed',
-  ETIMEDOUT: 'connection timed out',
-  '3D000': 'the database does not exist (create it, or fix the name in the URL)',
-  '28P01': 'password authentication failed',
-  '28000': 'the server refused this user (check pg_hba.conf and the user name)',
-  '57P03': 'the server is starting up or shutting down; try again',
-};
-
-function explain(error: unknown): string {
-  const e = error as { code?: string; message?: string; errors?: unknown[] };
-  // node's connect reports an AggregateError (IPv4 + IPv6) whose own message is empty
-  const inner = (e.errors?.[0] ?? e) as { code?: string; message?: string };
-  const code = e.code ?? inner.code;
-  const known = code === undefined ? undefined : EXPLANATIONS[code];
-  const text = e.message || inner.message || String(error);
-  return known === undefined ? text : `${known} [${code}]`;
 }
