@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { TASK_STATUSES } from '@leasehold/core';
 import { createOutbox, migrate } from '@leasehold/outbox';
 import { useTestDatabase } from '../fixtures.js';
+import { allMigrations } from '../migration-lines.js';
 
 const t = useTestDatabase();
 
@@ -15,7 +16,7 @@ const LEASE_COLUMNS = [
 
 describe('migrate', () => {
   it('applies core\'s line, then its own, once', async () => {
-    expect(await migrate(t.pool, { schema: 'obx' })).toEqual({ schema: 'obx', applied: ['core:1', 'core:2', 'core:3', 'core:4', 'outbox:1', 'outbox:2'] });
+    expect(await migrate(t.pool, { schema: 'obx' })).toEqual({ schema: 'obx', applied: allMigrations('core', 'outbox') });
     expect(await migrate(t.db, { schema: 'obx' })).toEqual({ schema: 'obx', applied: [] });
   });
 
@@ -44,17 +45,25 @@ describe('migrate', () => {
     expect(listed).toEqual([...TASK_STATUSES]);
   });
 
-  it('notifies leasehold:<schema>.outbox at commit; a transaction\'s inserts fold into one notification', async () => {
+  it('notifies leasehold:<schema>.outbox at commit while a dispatcher may be asleep, once per transaction; not while none is', async () => {
     await migrate(t.pool, { schema: 'obx' });
     const listener = await t.client();
     const heard: string[] = [];
     listener.on('notification', (n) => void heard.push(n.channel));
     await listener.query('LISTEN "leasehold:obx.outbox"');
     const outbox = createOutbox({ schema: 'obx' });
-    await t.db.transaction().execute(async (trx) => {
-      await outbox.addMany(trx, [1, 2, 3].map((i) => ({ aggregateType: 'a', aggregateId: i, eventType: 'E', payload: {} })));
-      await outbox.add(trx, { aggregateType: 'a', aggregateId: 4, eventType: 'E', payload: {} });
-    });
+    const addFour = () =>
+      t.db.transaction().execute(async (trx) => {
+        await outbox.addMany(trx, [1, 2, 3].map((i) => ({ aggregateType: 'a', aggregateId: i, eventType: 'E', payload: {} })));
+        await outbox.add(trx, { aggregateType: 'a', aggregateId: 4, eventType: 'E', payload: {} });
+      });
+    // no dispatcher has announced that it sleeps: the awake ones claim again before they sleep
+    await addFour();
+    // what a dispatcher does before it sleeps (core migration 5): announce it for a while
+    await sql`SELECT setval('obx.outbox_wake', (date_part('epoch', clock_timestamp()) * 1000)::bigint + 60000)`.execute(t.db);
+    await addFour();
     await expect.poll(() => heard, { timeout: 5_000 }).toEqual(['leasehold:obx.outbox']);
+    // the first transaction's notification would have arrived before the second's
+    expect(heard).toHaveLength(1);
   });
 });

@@ -10,6 +10,10 @@ import { groupTableRef, tableRef } from './table-ref.js';
  * inside a group; finishers (a fenced finalize to done, a skip) call it before they change a
  * group's head. Then {@link leaseSettleGroups} picks heads under the same locks.
  *
+ * Also takes the table's wake lock, shared, until the transaction ends (core migration 5): a
+ * finisher that makes a head claimable and skips its NOTIFY (no worker asleep) keeps a worker
+ * from falling asleep before it commits.
+ *
  * Locks: one row per group, taken in one global order (byte order of the key), so writers of
  * overlapping groups cannot deadlock on them. Row locks live in the rows themselves, not in the
  * server's shared lock table: 100,000 groups in one transaction cost 100,000 small writes and
@@ -50,8 +54,11 @@ async function upsertGroups(executor: Executor, table: LeasedTable<unknown>, key
   return execute<{ group_key: string }>(
     executor,
     sql`
+      WITH wake AS MATERIALIZED (
+        SELECT pg_advisory_xact_lock_shared(hashtext('leasehold:wake'), hashtext(${table.channel}))
+      )
       INSERT INTO ${groupTableRef(table)} AS g (group_key)
-      SELECT k FROM (${keys}) AS keys ORDER BY k COLLATE "C"
+      SELECT k FROM (${keys}) AS keys CROSS JOIN wake ORDER BY k COLLATE "C"
       ON CONFLICT (group_key) DO UPDATE SET updated_at = now()
       RETURNING g.group_key
     `,

@@ -9,7 +9,8 @@ import { groupTableRef, tableRef } from './table-ref.js';
  * the head; a group left with no unfinished row loses its `<table>_group` row. A group whose
  * head is still unfinished (pending, processing or dead — a dead head keeps blocking its group
  * until a person retries or skips it) is left alone. Sends one NOTIFY on the table's channel
- * when it unblocked anything, so idle workers claim the new heads at once.
+ * when it unblocked anything while a worker may be asleep (see core migration 5), so idle
+ * workers claim the new heads at once.
  *
  * The caller must hold the groups' locks ({@link leaseLockGroups}) in the same transaction, and
  * this must be a later statement than the one that took them: its snapshot then holds every row
@@ -51,6 +52,10 @@ export async function leaseSettleGroups(executor: Executor, table: LeasedTable<u
         RETURNING 1
       ), woken AS (
         SELECT pg_notify(${table.channel}, '') FROM (SELECT 1 FROM unblocked LIMIT 1) AS any_unblocked
+        -- only while a worker may be asleep (core migration 5; the caller holds the wake lock since
+        -- leaseLockGroups); a table without a wake sequence always notifies
+        WHERE (SELECT w.seq IS NULL OR coalesce(pg_sequence_last_value(w.seq), 0) > date_part('epoch', clock_timestamp()) * 1000
+               FROM to_regclass(format('%I.%I', ${table.schema}::text, ${`${table.table}_wake`}::text)) AS w(seq))
       )
       -- woken is a plain SELECT: it runs only if read
       SELECT (SELECT count(*) FROM unblocked) AS promoted, (SELECT count(*) FROM woken) AS notified

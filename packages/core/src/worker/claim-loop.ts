@@ -7,6 +7,7 @@ import { safeEmit, type WorkerEventMap } from './events.js';
 import type { NormalizedLeaseWorkerOptions } from './lease-worker-options.js';
 import type { TaskRunner } from './task-runner.js';
 import type { TrackedPool } from './tracked-pool.js';
+import type { WakeGuard } from './wake-guard.js';
 import type { Wakeup } from './wakeup.js';
 import type { WorkerLog } from './worker-log.js';
 
@@ -16,6 +17,8 @@ export interface ClaimLoopParts<Row> {
   readonly db: TrackedPool;
   readonly runner: TaskRunner<Row>;
   readonly sizing: ClaimSizing;
+  /** Decides, after a claim that came back short, between claiming again and sleeping. */
+  readonly guard: WakeGuard;
   /** Woken by notifications, freed slots (see the worker's wiring), finished writes and stop. */
   readonly wakeup: Wakeup;
   readonly log: WorkerLog;
@@ -26,9 +29,10 @@ export interface ClaimLoopParts<Row> {
 }
 
 /**
- * Claims while the worker runs: as much as `sizing` says its slots and buffer can take, then
- * waits for a wake-up (a freed slot that wants a refill, a notification, a finished write) or
- * the poll interval. Backs off (with jitter) while the database does not answer. Resolves once
+ * Claims while the worker runs: as much as `sizing` says its slots and buffer can take. When its
+ * slots and buffer are full it waits for a freed slot that wants a refill or a finished write;
+ * when a claim comes back short, `guard` decides between claiming again and sleeping until a
+ * notification, a freed slot or the poll interval. Backs off (with jitter) while the database does not answer. Resolves once
  * the worker stops running.
  * @internal
  */
@@ -39,6 +43,8 @@ export async function claimLoop<Row>(parts: ClaimLoopParts<Row>): Promise<void> 
   while (parts.running()) {
     const want = parts.sizing.want(runner);
     if (want === 0) {
+      // slots and buffer are full: a freed slot or a finished write wakes the loop
+      parts.guard.disarm();
       await wakeup.wait(o.pollIntervalMs);
       continue;
     }
@@ -57,6 +63,7 @@ export async function claimLoop<Row>(parts: ClaimLoopParts<Row>): Promise<void> 
       claimed = result.claimed;
     } catch (error) {
       parts.onError(toError(error));
+      parts.guard.disarm();
       if (!parts.running()) break;
       failures++;
       // back off (with jitter) while the database is unreachable, then try again
@@ -65,11 +72,15 @@ export async function claimLoop<Row>(parts: ClaimLoopParts<Row>): Promise<void> 
     }
     if (claimed.length > 0) idle = false;
     for (const task of claimed) runner.accept(task);
-    if (claimed.length === want) continue; // there may be more waiting
+    if (claimed.length === want) {
+      parts.guard.disarm();
+      continue; // there may be more waiting
+    }
     if (claimed.length === 0 && runner.inFlight === 0 && !idle) {
       idle = true;
       safeEmit(emitter, 'worker:idle', { owner: o.owner });
     }
-    await wakeup.wait(o.pollIntervalMs);
+    // the queue is drained as far as this claim saw: claim again, or sleep until woken
+    await parts.guard.afterShortClaim();
   }
 }

@@ -12,6 +12,7 @@ import { Listener } from './listener.js';
 import { settlesBy } from './settles-by.js';
 import { TaskRunner } from './task-runner.js';
 import { TrackedPool } from './tracked-pool.js';
+import { WakeGuard } from './wake-guard.js';
 import { Wakeup } from './wakeup.js';
 import { WorkerLog } from './worker-log.js';
 import { shutDown } from './worker-shutdown.js';
@@ -157,6 +158,15 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
       db: this.#db,
       runner: this.#runner,
       sizing: this.#sizing,
+      guard: new WakeGuard({
+        db: this.#db,
+        table: this.#o.table,
+        wakeup: this.#wakeup,
+        pollIntervalMs: this.#o.pollIntervalMs,
+        listening: () => this.#listener?.listening ?? false,
+        running: this.#running,
+        onError: (error) => this.#error(error),
+      }),
       wakeup: this.#wakeup,
       log: this.#log,
       emitter: this,

@@ -61,6 +61,11 @@ export class Listener {
     this.#onError = onError;
   }
 
+  /** Whether the LISTEN connection is up, so that notifications reach the worker. */
+  get listening(): boolean {
+    return this.#connection !== undefined;
+  }
+
   /** Connects and LISTENs; a failure is reported and retried in the background. */
   async start(): Promise<void> {
     this.#stopped = false;

@@ -1,33 +1,34 @@
 /**
- * A resettable signal for the claim loop: `wait(ms)` resolves on the next `wake()` or after
- * `ms`, whichever comes first. Wakes that arrive while nobody waits are remembered once.
+ * A resettable signal for the claim loop: `wait(ms)` resolves on the next `wake()` (with true)
+ * or after `ms` (with false), whichever comes first. Wakes that arrive while nobody waits are
+ * remembered once.
  */
 export class Wakeup {
   #pending = false;
-  #resolve: (() => void) | undefined;
+  #resolve: ((woken: boolean) => void) | undefined;
   #timer: NodeJS.Timeout | undefined;
 
   wake(): void {
-    if (this.#resolve) this.#finish();
+    if (this.#resolve) this.#finish(true);
     else this.#pending = true;
   }
 
-  wait(ms: number): Promise<void> {
+  wait(ms: number): Promise<boolean> {
     if (this.#pending) {
       this.#pending = false;
-      return Promise.resolve();
+      return Promise.resolve(true);
     }
-    return new Promise<void>((resolve) => {
+    return new Promise<boolean>((resolve) => {
       this.#resolve = resolve;
-      this.#timer = setTimeout(() => this.#finish(), ms);
+      this.#timer = setTimeout(() => this.#finish(false), ms);
     });
   }
 
-  #finish(): void {
+  #finish(woken: boolean): void {
     clearTimeout(this.#timer);
     const resolve = this.#resolve;
     this.#resolve = undefined;
     this.#timer = undefined;
-    resolve?.();
+    resolve?.(woken);
   }
 }

@@ -1,0 +1,104 @@
+import { toError } from '../errors.js';
+import type { LeasedTable } from '../leased-table.js';
+import { leaseWakeArm, leaseWakeRenew, WAKE_RENEW_MS, WAKE_TTL_MS } from '../sql/lease-wake.js';
+import type { Executor } from '../sql/execute.js';
+import type { Wakeup } from './wakeup.js';
+
+/** What a {@link WakeGuard} works with; all of it belongs to its worker. */
+export interface WakeGuardParts {
+  readonly db: Executor;
+  readonly table: LeasedTable<unknown>;
+  readonly wakeup: Wakeup;
+  readonly pollIntervalMs: number;
+  /** Whether notifications reach the worker now (its LISTEN connection is up). */
+  readonly listening: () => boolean;
+  readonly running: () => boolean;
+  readonly onError: (error: Error) => void;
+}
+
+/** Longest wait before arming again while producers keep the wake lock, in ms. */
+const BUSY_WAIT_MAX_MS = 32;
+
+/**
+ * Lets a worker sleep without missing a wake-up, although producers notify only while a worker
+ * may be asleep (core migration 5). Before it sleeps, the worker arms: it announces itself in
+ * `<table>_wake`, then makes sure no producer is between an insert that skipped its NOTIFY and its
+ * commit, then claims once more (a later statement, which sees every such producer's rows). Only
+ * when that claim comes back short too does it sleep, renewing its announcement every second,
+ * until a notification, a freed slot or the poll interval wakes it. While producers hold the wake
+ * lock it claims again after 1, 2, 4 … 32 ms instead. Without LISTEN it polls, as before.
+ * @internal
+ */
+export class WakeGuard {
+  readonly #p: WakeGuardParts;
+  /** Armed just now: the next claim that comes back short may be followed by sleep. */
+  #armed = false;
+  #busyWaitMs = 1;
+  /** False once the table turned out to have no wake sequence (an older schema). */
+  #available = true;
+
+  constructor(parts: WakeGuardParts) {
+    this.#p = parts;
+  }
+
+  /** The loop claimed a full batch, waited, or failed: it must arm again before it sleeps. */
+  disarm(): void {
+    this.#armed = false;
+    this.#busyWaitMs = 1;
+  }
+
+  /** After a claim that came back short: resolves when the loop should claim again. */
+  async afterShortClaim(): Promise<void> {
+    const p = this.#p;
+    if (!this.#available || !p.listening()) {
+      this.disarm();
+      await p.wakeup.wait(p.pollIntervalMs);
+      return;
+    }
+    if (this.#armed) {
+      this.disarm();
+      await this.#sleep();
+      return;
+    }
+    let quiet: boolean;
+    try {
+      const arm = await leaseWakeArm(p.db, p.table, WAKE_TTL_MS);
+      if (arm === undefined) {
+        this.#available = false; // producers of this table notify on every insert
+        await p.wakeup.wait(p.pollIntervalMs);
+        return;
+      }
+      quiet = arm.quiet;
+    } catch (error) {
+      p.onError(toError(error));
+      await p.wakeup.wait(p.pollIntervalMs);
+      return;
+    }
+    if (quiet) {
+      this.#armed = true; // claim once more, then sleep
+      return;
+    }
+    // a producer that skipped its NOTIFY has yet to commit: claim again shortly
+    await p.wakeup.wait(this.#busyWaitMs);
+    this.#busyWaitMs = Math.min(this.#busyWaitMs * 2, BUSY_WAIT_MAX_MS);
+  }
+
+  /** Sleeps until woken or the poll interval, renewing the announcement every second. */
+  async #sleep(): Promise<void> {
+    const p = this.#p;
+    let left = p.pollIntervalMs;
+    while (p.running()) {
+      const slice = Math.min(left, WAKE_RENEW_MS);
+      if (await p.wakeup.wait(slice)) return;
+      left -= slice;
+      if (left <= 0 || !p.running()) return;
+      try {
+        // lapsed meanwhile (a stalled process): arm and claim again before sleeping on
+        if (!(await leaseWakeRenew(p.db, p.table, WAKE_TTL_MS))) return;
+      } catch (error) {
+        p.onError(toError(error));
+        return;
+      }
+    }
+  }
+}

@@ -1,0 +1,137 @@
+// Producers notify only while a worker may be asleep (core migration 5). These tests make the
+// poll interval far longer than any deadline here, so a task that starts in time was woken by a
+// notification or by the guard's last claim before sleeping: a lost wake-up would wait a minute.
+import { createWorker, defineTask, enqueue, type LeaseWorker } from '@leasehold/core';
+import { sql, type Kysely } from 'kysely';
+import { describe, expect, it } from 'vitest';
+import { useTestDatabase } from '../fixtures.js';
+import { gate, nextEvent, useWorkers } from '../workers.js';
+
+const t = useTestDatabase();
+const track = useWorkers();
+
+/** Far past every deadline below: only a notification (or the guard) can start a task in time. */
+const NEVER_POLL = '60s';
+/** Generous for a shared 2-core machine; a lost wake-up takes NEVER_POLL. */
+const WAKE_DEADLINE_MS = 20_000;
+
+/** Until when some worker announced it may be asleep, in epoch ms (0: never). */
+async function wakeUntil(db: Kysely<object>): Promise<number> {
+  const r = await sql<{ until: string }>`SELECT coalesce(pg_sequence_last_value('leasehold.task_wake'), 0)::text AS until`.execute(db);
+  return Number(r.rows[0]!.until);
+}
+
+async function serverNow(db: Kysely<object>): Promise<number> {
+  const r = await sql<{ now: string }>`SELECT (date_part('epoch', clock_timestamp()) * 1000)::bigint::text AS now`.execute(db);
+  return Number(r.rows[0]!.now);
+}
+
+async function waitUntil(what: string, test: () => Promise<boolean>, deadlineMs = WAKE_DEADLINE_MS): Promise<void> {
+  const deadline = Date.now() + deadlineMs;
+  while (!(await test())) {
+    if (Date.now() > deadline) throw new Error(`not within ${deadlineMs} ms: ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe('wake-ups on demand', () => {
+  it('an idle worker announces that it sleeps, and a task enqueued then starts at once', async () => {
+    const started: string[] = [];
+    const ping = defineTask<{ n: number }>('wake.ping', { handler: (p) => void started.push(String(p.n)) });
+    const worker = track(createWorker({ pool: t.pool, tasks: [ping], pollInterval: NEVER_POLL }));
+    await worker.start();
+    await waitUntil('the idle worker announces it may sleep', async () => (await wakeUntil(t.db)) > (await serverNow(t.db)));
+    for (let n = 1; n <= 5; n++) {
+      const succeeded = nextEvent(worker, 'task:succeeded', (e) => (e.task.payload as { n: number }).n === n, WAKE_DEADLINE_MS);
+      await enqueue(t.pool, ping, { n });
+      await succeeded;
+    }
+    expect(started).toEqual(['1', '2', '3', '4', '5']);
+    await worker.stop();
+  });
+
+  it('a producer that skipped its NOTIFY (every worker busy) and commits after they went idle is not missed', async () => {
+    const busy = gate();
+    const hold = defineTask<{ kind: 'hold' | 'late' }>('wake.hold', {
+      handler: async (p) => {
+        if (p.kind === 'hold') await busy.wait;
+      },
+    });
+    const workers = [0, 1].map(() => track(createWorker({ pool: t.pool, tasks: [hold], concurrency: 1, pollInterval: NEVER_POLL })));
+    await Promise.all(workers.map((w) => w.start()));
+    const holding = workers.map((w) => nextEvent(w, 'task:claimed', () => true, WAKE_DEADLINE_MS));
+    await enqueue(t.pool, hold, { kind: 'hold' });
+    await enqueue(t.pool, hold, { kind: 'hold' });
+    await Promise.all(holding);
+    // both workers are busy: once their announcements lapse, producers stop notifying
+    await waitUntil('the announcements lapse', async () => (await wakeUntil(t.db)) < (await serverNow(t.db)));
+
+    const producer = await t.client();
+    await producer.query('BEGIN');
+    await producer.query(`INSERT INTO leasehold.task (name, payload) VALUES ('wake.hold', '{"kind":"late"}')`);
+    // the workers finish and try to sleep while the producer's insert is uncommitted
+    const idle = workers.map((w) => nextEvent(w, 'worker:idle', () => true, WAKE_DEADLINE_MS));
+    busy.open();
+    await Promise.all(idle);
+    const late = Promise.race(
+      workers.map((w) => nextEvent(w, 'task:succeeded', (e) => (e.task.payload as { kind: string }).kind === 'late', WAKE_DEADLINE_MS)),
+    );
+    await producer.query('COMMIT');
+    await late;
+    await Promise.all(workers.map((w) => w.stop()));
+  });
+
+  it('concurrent producers with transactions of every length while workers go idle and wake: every task starts in time', async () => {
+    const started = new Map<number, number>();
+    const quick = defineTask<{ n: number }>('wake.quick', { handler: (p) => void started.set(p.n, Date.now()) });
+    const workers: LeaseWorker<unknown>[] = [0, 1, 2].map(
+      (i) => track(createWorker({ pool: t.pool, tasks: [quick], concurrency: 2 + i, pollInterval: NEVER_POLL })) as LeaseWorker<unknown>,
+    );
+    await Promise.all(workers.map((w) => w.start()));
+    const committed = new Map<number, number>();
+    let next = 0;
+    async function producer(seed: number): Promise<void> {
+      const client = await t.client();
+      for (let burst = 0; burst < 12; burst++) {
+        const n = next++;
+        await client.query('BEGIN');
+        await client.query(`INSERT INTO leasehold.task (name, payload) VALUES ('wake.quick', json_build_object('n', $1::int))`, [n]);
+        // some transactions stay open while the workers drain and arm; some commit at once
+        const open = [0, 1, 5, 40, 250][(seed + burst) % 5]!;
+        if (open > 0) await new Promise((r) => setTimeout(r, open));
+        await client.query('COMMIT');
+        committed.set(n, Date.now());
+        // gaps long enough that the workers go idle, announce, and sleep between bursts
+        await new Promise((r) => setTimeout(r, [0, 30, 400, 3_500][(seed * 7 + burst) % 4]));
+      }
+    }
+    await Promise.all([0, 1, 2, 3, 4, 5].map((seed) => producer(seed)));
+    await waitUntil(`all ${committed.size} tasks started`, async () => started.size === committed.size);
+    const lags = [...committed].map(([n, at]) => started.get(n)! - at).sort((a, b) => a - b);
+    console.log(`[wake] ${lags.length} tasks, start - commit: p50 ${lags[lags.length >> 1]} ms, max ${lags.at(-1)} ms`);
+    await Promise.all(workers.map((w) => w.stop()));
+  });
+
+  it('the outbox dispatcher sleeps the same way: an event added while it is idle is published at once', async () => {
+    const { createDispatcher, createOutbox, migrate } = await import('@leasehold/outbox');
+    await migrate(t.pool);
+    const published: string[] = [];
+    const outbox = createOutbox();
+    const dispatcher = createDispatcher({
+      pool: t.pool,
+      publisher: { publish: async (m) => void published.push(m.eventType) },
+      pollInterval: NEVER_POLL,
+    });
+    await dispatcher.start();
+    try {
+      await waitUntil('the idle dispatcher announces it may sleep', async () => {
+        const r = await sql<{ until: string }>`SELECT coalesce(pg_sequence_last_value('leasehold.outbox_wake'), 0)::text AS until`.execute(t.db);
+        return Number(r.rows[0]!.until) > (await serverNow(t.db));
+      });
+      await outbox.add(t.db, { aggregateType: 'order', aggregateId: '1', eventType: 'order.paid', payload: {} });
+      await waitUntil('the event is published', async () => published.length === 1);
+    } finally {
+      await dispatcher.stop();
+    }
+  });
+});
