@@ -48,12 +48,27 @@ describe('the operator', () => {
     await deadTask('overview.mail', 'SMTP 550');
     const page = await open('/');
     const row = page.locator('tr', { has: page.locator('th', { hasText: 'overview.mail' }) });
-    expect(await row.locator('td').nth(0).textContent()).toBe('3');
-    expect(await row.locator('td').nth(3).textContent()).toBe('1');
+    expect(await row.locator('td').nth(0).textContent()).toBe('1'); // dead
+    expect(await row.locator('td').nth(1).textContent()).toBe('3'); // pending
     expect(await page.locator('svg[role=img] title').first().textContent()).toContain('Finished per minute');
     // live: a new task shows up without a reload (htmx polls every 500 ms here)
     await insertTasks(t.db, 2, { name: 'overview.mail' });
-    await expect.poll(() => row.locator('td').nth(0).textContent(), { timeout: 10_000 }).toBe('5');
+    await expect.poll(() => row.locator('td').nth(1).textContent(), { timeout: 10_000 }).toBe('5');
+    await page.close();
+  });
+
+  it('keeps the focused link and a table scrolled sideways as they are when the overview updates', async () => {
+    await insertTasks(t.db, 1, { name: 'overview.scroll' });
+    const page = await open('/');
+    await page.setViewportSize({ width: 390, height: 844 });
+    const link = page.getByRole('link', { name: 'overview.scroll', exact: true });
+    await link.focus();
+    await page.evaluate(`document.querySelector('#live .scroll').scrollLeft = 120`);
+    const updated = await page.locator('#updated-at').getAttribute('datetime');
+    await insertTasks(t.db, 1, { name: 'overview.scroll' }); // something to update
+    await expect.poll(() => page.locator('#updated-at').getAttribute('datetime'), { timeout: 10_000 }).not.toBe(updated);
+    expect(await page.evaluate(`document.activeElement.textContent`)).toBe('overview.scroll');
+    expect(await page.evaluate(`document.querySelector('#live .scroll').scrollLeft`)).toBe(120);
     await page.close();
   });
 
@@ -127,7 +142,7 @@ describe('hostile input', () => {
     for (const path of [`/tasks/${id}`, '/', '/tasks', '/dead']) {
       const page = await open(path);
       expect(await page.locator('main script, main img, main svg[onload]').count(), path).toBe(0);
-      expect(await page.locator('script').count(), path).toBe(1); // htmx only
+      expect(await page.locator('script').count(), path).toBe(2); // htmx and its morph extension only
       if (path === `/tasks/${id}`) {
         expect(await page.locator('pre.json').first().textContent()).toContain(`"note": "${hostile}"`);
         expect(await page.locator('pre.error-text').textContent()).toBe(`<img src=x onerror=alert(3)>${hostile}`);

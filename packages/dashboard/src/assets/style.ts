@@ -20,6 +20,8 @@ a { color: var(--accent); }
 .badge { font-size: .8rem; border: 1px solid var(--line); border-radius: 1rem; padding: .05rem .6rem; color: var(--muted); }
 main { padding: 1rem 1.25rem 2rem; max-width: 1280px; }
 h1 { font-size: 1.45rem; margin: .4rem 0 1rem; } h2 { font-size: 1.1rem; margin: 1.6rem 0 .6rem; }
+/* keys, names and errors are anyone's strings: a long one breaks rather than widen the page */
+main h1, main h2, main p, main li { overflow-wrap: anywhere; }
 .id { color: var(--muted); font-weight: 400; }
 .muted { color: var(--muted); }
 .foot { padding: 1rem 1.25rem; color: var(--muted); font-size: .85rem; border-top: 1px solid var(--line); }
@@ -30,6 +32,8 @@ table.data th, table.data td { text-align: left; padding: .4rem .6rem; border-bo
 table.data thead th { font-size: .8rem; text-transform: uppercase; letter-spacing: .04em; color: var(--muted); }
 table.data td.error { white-space: normal; min-width: 16rem; max-width: 34rem; overflow-wrap: anywhere; color: var(--dead); font-size: .88rem; }
 .num { text-align: right !important; }
+/* the row's name stays in view while a wide table scrolls sideways on a narrow screen */
+.scroll table.data th[scope="row"] { position: sticky; left: 0; background: var(--bg); z-index: 1; }
 tr.has-dead th a { font-weight: 600; }
 a.dead { color: var(--dead); font-weight: 700; }
 .status { display: inline-block; font-size: .78rem; font-weight: 600; padding: .05rem .5rem; border-radius: .3rem; border: 1px solid currentColor; }

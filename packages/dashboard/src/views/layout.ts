@@ -26,6 +26,7 @@ export function layout(ctx: PageContext, section: Section | null, title: string,
 <title>${title} · leasehold</title>
 <link rel="stylesheet" href="${ctx.base}/assets/dashboard.css">
 <script src="${ctx.base}/assets/htmx.min.js" defer></script>
+<script src="${ctx.base}/assets/idiomorph-ext.min.js" defer></script>
 </head>
 <body>
 <a class="skip" href="#main">Skip to content</a>

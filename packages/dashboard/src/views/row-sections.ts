@@ -96,12 +96,26 @@ ${row.kind === 'task' ? h`<section aria-labelledby="s-checkpoint"><h2 id="s-chec
 ${row.kind === 'outbox' ? h`<section aria-labelledby="s-headers"><h2 id="s-headers">Headers</h2><pre class="json">${formatJson(s.headers)}</pre></section>` : ''}`;
 }
 
+// W3C traceparent: version-traceid-parentid-flags
+const TRACEPARENT = /^[0-9a-f]{2}-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}$/;
+
 function traceSection(row: RowView): Html {
+  // tasks keep the producer's trace context in a column (where the schema has it), outbox
+  // messages in their headers (shown as redact let them through)
   const headers = row.kind === 'outbox' ? (row.shown.headers as Record<string, unknown> | null) : null;
-  const parent = headers?.traceparent;
-  return h`<section aria-labelledby="s-trace"><h2 id="s-trace">Trace</h2>
-${typeof parent === 'string' ? h`<dl class="facts">${item('traceparent', h`<code>${parent}</code>`)}</dl>` : h`<p class="muted">No trace id recorded${row.kind === 'task' ? ' (tasks carry none yet)' : ' (no traceparent header)'}.</p>`}
-</section>`;
+  const parent = row.kind === 'outbox' ? headers?.traceparent : row.raw.traceparent;
+  const state = row.kind === 'outbox' ? headers?.tracestate : row.raw.tracestate;
+  const ids = typeof parent === 'string' ? TRACEPARENT.exec(parent) : null;
+  if (typeof parent !== 'string') {
+    return h`<section aria-labelledby="s-trace"><h2 id="s-trace">Trace</h2>
+<p class="muted">No trace context recorded (it is stored when the producer ran inside an OpenTelemetry span).</p></section>`;
+  }
+  return h`<section aria-labelledby="s-trace"><h2 id="s-trace">Trace</h2><dl class="facts">
+${item('Trace id', ids === null ? null : h`<code>${ids[1]}</code>`)}
+${item('Parent span id', ids === null ? null : h`<code>${ids[2]}</code>`)}
+${item('traceparent', h`<code>${parent}</code>`)}
+${typeof state === 'string' && state !== '' ? item('tracestate', h`<code>${state}</code>`) : ''}
+</dl></section>`;
 }
 
 function workflowSection(row: RowView): Html | null {

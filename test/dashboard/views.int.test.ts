@@ -1,0 +1,169 @@
+// What the dashboard's pages show, in a real browser against a real PostgreSQL: a task's lease,
+// fencing token, checkpoint and error; an outbox aggregate blocked by its dead head; payloads
+// through the user's redact function; and every main view on a phone-sized screen.
+import { createOutbox } from '@leasehold/outbox';
+import { startDashboard, type RedactContext, type RunningDashboard } from '@leasehold/dashboard';
+import { sql } from 'kysely';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { insertTasks, useTestDatabase } from '../fixtures.js';
+import { launchBrowser, type TestBrowser } from './browser.js';
+
+const t = useTestDatabase();
+let browser: TestBrowser;
+let dashboard: RunningDashboard;
+let redacting: RunningDashboard;
+const redactCalls: RedactContext[] = [];
+
+beforeAll(async () => {
+  [browser, dashboard, redacting] = await Promise.all([
+    launchBrowser(),
+    startDashboard({ database: t.pool, port: 0 }),
+    startDashboard({
+      database: t.pool,
+      port: 0,
+      // mask e-mail addresses and drop an authorization header, whatever the table
+      redact: (value, context) => {
+        redactCalls.push(context);
+        if (value === null || typeof value !== 'object') return value;
+        const { email, authorization, ...rest } = value as Record<string, unknown>;
+        return { ...rest, ...(email === undefined ? {} : { email: '•••' }), ...(authorization === undefined ? {} : { authorization: '[removed]' }) };
+      },
+    }),
+  ]);
+});
+
+afterAll(async () => {
+  await Promise.all([browser?.close(), dashboard?.close(), redacting?.close()]);
+});
+
+async function open(path: string, base = dashboard.url, width = 1280): Promise<Page> {
+  const page = await browser.context.newPage();
+  await page.setViewportSize({ width, height: 844 });
+  const response = await page.goto(new URL(path.replace(/^\//, ''), base).toString());
+  expect(response?.status(), path).toBe(200);
+  return page;
+}
+
+/** The text of a fact (`<dt>term</dt><dd>…</dd>`) on a row page. */
+async function fact(page: Page, term: string): Promise<string> {
+  return (await page.locator('dl.facts > div', { has: page.locator('dt', { hasText: new RegExp(`^${term}$`) }) }).locator('dd').textContent()) ?? '';
+}
+
+/** An ordered aggregate of three events whose first is dead: the other two wait behind it. */
+async function blockedAggregate(key: string): Promise<string[]> {
+  const outbox = createOutbox({ orderedEventTypes: ['OrderPlaced', 'OrderPaid'] });
+  const ids: string[] = [];
+  await t.db.transaction().execute(async (trx) => {
+    for (const eventType of ['OrderPlaced', 'OrderPaid', 'OrderPaid']) {
+      ids.push(await outbox.add(trx, { aggregateType: 'order', aggregateId: key, eventType, payload: { order: key, email: 'ada@example.com' } }));
+    }
+  });
+  await sql`UPDATE leasehold.outbox SET status = 'dead', attempts = 12, last_error = 'HTTP 410 Gone: the receiver deleted order ' || ${key}
+            WHERE id = ${ids[0]}::bigint`.execute(t.db);
+  return ids;
+}
+
+describe('the task page', () => {
+  it('shows the lease owner and deadline, the fencing token, attempts, checkpoint, payload and last error', async () => {
+    const [id] = await insertTasks(t.db, 1, {
+      name: 'report.build', status: 'processing', attempts: 2, maxAttempts: 5, leaseVersion: 7, leaseUntilOffsetMs: 90_000, payload: { month: '2026-11' },
+    });
+    await sql`UPDATE leasehold.task SET lease_owner = 'worker-7@host-a', checkpoint = '{"page": 40}'::jsonb,
+              last_error = 'Error: timeout after 30 s' WHERE id = ${id}::bigint`.execute(t.db);
+    const page = await open(`/tasks/${id}`);
+    expect(await fact(page, 'Status')).toBe('processing');
+    expect(await fact(page, 'Attempts')).toBe('2 of 5');
+    expect(await fact(page, 'Owner')).toBe('worker-7@host-a');
+    expect(await fact(page, 'Fencing token')).toBe('7');
+    expect(await fact(page, 'Deadline')).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ \(in 1 min (2\d|30) s\)$/);
+    expect(await page.locator('#s-checkpoint ~ pre').textContent()).toBe('{\n  "page": 40\n}');
+    expect(await page.locator('#s-payload ~ pre').textContent()).toContain('"month": "2026-11"');
+    expect(await page.locator('#s-error ~ pre').textContent()).toBe('Error: timeout after 30 s');
+    await page.close();
+  });
+
+  it('shows an outbox message its trace id, from the traceparent header', async () => {
+    const outbox = createOutbox();
+    const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+    const id = await outbox.add(t.pool, { aggregateType: 'user', aggregateId: '7', eventType: 'UserCreated', payload: {}, headers: { traceparent } });
+    const page = await open(`/outbox/${id}`);
+    expect(await fact(page, 'Trace id')).toBe('4bf92f3577b34da6a3ce929d0e0e4736');
+    expect(await fact(page, 'Parent span id')).toBe('00f067aa0ba902b7');
+    await page.close();
+  });
+});
+
+describe('the outbox by aggregate', () => {
+  it('lists an aggregate blocked by its dead head, and its page says why and offers retry / skip', async () => {
+    const [head, ...waiting] = await blockedAggregate('A-1001');
+    const page = await open('/outbox');
+    const row = page.locator('#h-blocked ~ div tr', { has: page.locator('th', { hasText: 'A-1001' }) });
+    expect(await row.locator('td').nth(0).textContent()).toBe(`#${head}`);
+    expect(await row.locator('td').nth(2).textContent()).toBe('2');
+    expect(await row.locator('td.error').textContent()).toBe('HTTP 410 Gone: the receiver deleted order A-1001');
+    await row.getByRole('link', { name: 'A-1001' }).click();
+    await page.getByRole('heading', { name: 'Blocked by its dead head' }).waitFor();
+    const callout = await page.locator('section.callout').textContent();
+    expect(callout).toContain(`#${head} (OrderPlaced) died after 12 attempt(s); 2 row(s) wait behind it`);
+    expect(await page.locator('section.callout').getByRole('button', { name: 'Skip…' }).count()).toBe(1);
+    const order = await page.locator('table.rows tbody tr td:first-child a').allTextContents();
+    expect(order).toEqual([head, ...waiting]);
+    await page.close();
+  });
+});
+
+describe('redaction', () => {
+  it('shows payloads, checkpoints and headers only as the redact function returns them', async () => {
+    const [task] = await insertTasks(t.db, 1, { name: 'mail.welcome', payload: { email: 'ada@example.com', plan: 'pro' } });
+    await sql`UPDATE leasehold.task SET checkpoint = '{"email": "ada@example.com", "sent": false}'::jsonb WHERE id = ${task}::bigint`.execute(t.db);
+    const message = await createOutbox().add(t.pool, {
+      aggregateType: 'user', aggregateId: '9', eventType: 'UserCreated', payload: { email: 'ada@example.com' }, headers: { authorization: 'Bearer s3cret' },
+    });
+    const taskPage = await open(`/tasks/${task}`, redacting.url);
+    const taskHtml = await taskPage.content();
+    expect(taskHtml).not.toContain('ada@example.com');
+    expect(await taskPage.locator('#s-payload ~ pre').textContent()).toBe('{\n  "plan": "pro",\n  "email": "•••"\n}');
+    expect(await taskPage.locator('#s-checkpoint ~ pre').textContent()).toContain('"email": "•••"');
+    const outboxPage = await open(`/outbox/${message}`, redacting.url);
+    const outboxHtml = await outboxPage.content();
+    expect(outboxHtml).not.toContain('ada@example.com');
+    expect(outboxHtml).not.toContain('s3cret');
+    expect(await outboxPage.locator('#s-headers ~ pre').textContent()).toContain('"authorization": "[removed]"');
+    expect(redactCalls).toEqual(expect.arrayContaining([
+      { table: 'task', field: 'payload', id: task, name: 'mail.welcome' },
+      { table: 'task', field: 'checkpoint', id: task, name: 'mail.welcome' },
+      { table: 'outbox', field: 'payload', id: message, name: 'UserCreated' },
+      { table: 'outbox', field: 'headers', id: message, name: 'UserCreated' },
+    ]));
+    // the same rows without a redact function: stored values, as they are
+    const plain = await open(`/tasks/${task}`);
+    expect(await plain.locator('#s-payload ~ pre').textContent()).toContain('ada@example.com');
+    await Promise.all([taskPage.close(), outboxPage.close(), plain.close()]);
+  });
+});
+
+describe('a narrow screen (390 px)', () => {
+  it('shows every main view without scrolling the page sideways (wide tables scroll in their own region)', async () => {
+    const long = `${'x'.repeat(180)}/${'y'.repeat(180)}`; // no space to break at
+    const [dead] = await insertTasks(t.db, 1, { name: `narrow.${'n'.repeat(60)}`, status: 'dead', groupKey: `group-${'k'.repeat(80)}`, payload: { long } });
+    await sql`UPDATE leasehold.task SET last_error = ${`Error: ${long}`} WHERE id = ${dead}::bigint`.execute(t.db);
+    await blockedAggregate(`narrow-${'a'.repeat(60)}`);
+    const views = ['/', '/tasks', `/tasks/${dead}`, '/tasks?status=dead', '/dead', '/outbox', `/outbox/group?key=narrow-${'a'.repeat(60)}`, '/schedules'];
+    for (const path of views) {
+      const page = await open(path, dashboard.url, 390);
+      const widths = (await page.evaluate('[document.documentElement.scrollWidth, document.documentElement.clientWidth]')) as [number, number];
+      expect(widths[0], `${path} is ${widths[0]} px wide on a ${widths[1]} px screen`).toBeLessThanOrEqual(widths[1]);
+      await page.close();
+    }
+    // the retry confirmation too, reached by keyboard alone: Tab to the reason, type, Enter
+    const page = await open(`/tasks/${dead}`, dashboard.url, 390);
+    await page.getByLabel('Reason (kept on the row)').focus();
+    await page.keyboard.type('fixed upstream');
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Retry 1 dead task?' }).waitFor();
+    const widths = (await page.evaluate('[document.documentElement.scrollWidth, document.documentElement.clientWidth]')) as [number, number];
+    expect(widths[0]).toBeLessThanOrEqual(widths[1]);
+    await page.close();
+  });
+});
