@@ -3,7 +3,7 @@
 // HTTP from a running dashboard, so a page's time is what a person waits for: the id bounds, a
 // time bound's binary search, the page's statement and the rendering. Target: each under 200 ms.
 import { migrate, taskTable, type TaskStatus } from '@leasehold/core';
-import { leasedListPage, startDashboard, type ListFilter, type RunningDashboard } from '@leasehold/dashboard';
+import { leasedIdAt, leasedListPage, startDashboard, type ListFilter, type RunningDashboard } from '@leasehold/dashboard';
 import pg from 'pg';
 import type { BenchContext, Metric, RoundResult, Workload } from '../lib/workload.js';
 
@@ -125,6 +125,8 @@ async function explain(ctx: BenchContext, c: Case): Promise<void> {
   const table = taskTable(SCHEMA);
   const bounds = await ctx.admin.query<{ min: string; max: string }>(`SELECT min(id)::text AS min, max(id)::text AS max FROM ${SCHEMA}.task`);
   const below = starts.get(`${c.key}:middle`) ?? String(BigInt(bounds.rows[0]!.max) + 1n);
+  // a time filter's lower bound is an id, as the list route finds it
+  const floor = c.query.from === undefined ? bounds.rows[0]!.min : await leasedIdAt(ctx.admin, table, new Date(`${c.query.from}Z`));
   const filter: ListFilter = { status: (c.query.status as TaskStatus | undefined) ?? null, name: c.query.name ?? null, groupKey: c.query.group ?? null };
   const plan: string[] = [];
   // an executor that runs the statement under EXPLAIN and keeps the plan instead of the rows
@@ -136,7 +138,7 @@ async function explain(ctx: BenchContext, c: Case): Promise<void> {
       return { rows: [] };
     },
   };
-  await leasedListPage(explaining as unknown as pg.Pool, table, filter, { below, floor: bounds.rows[0]!.min, limit: PAGE_SIZE });
+  await leasedListPage(explaining as unknown as pg.Pool, table, filter, { below, floor, limit: PAGE_SIZE });
   ctx.log(`EXPLAIN list page, ${c.label}, middle:\n${plan.join('\n')}`);
 }
 
