@@ -1,6 +1,8 @@
 // What the dashboard's pages show, in a real browser against a real PostgreSQL: a task's lease,
 // fencing token, checkpoint and error; an outbox aggregate blocked by its dead head; payloads
 // through the user's redact function; and every main view on a phone-sized screen.
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { createOutbox } from '@leasehold/outbox';
 import { startDashboard, type RedactContext, type RunningDashboard } from '@leasehold/dashboard';
 import { sql } from 'kysely';
@@ -165,5 +167,39 @@ describe('a narrow screen (390 px)', () => {
     const widths = (await page.evaluate('[document.documentElement.scrollWidth, document.documentElement.clientWidth]')) as [number, number];
     expect(widths[0]).toBeLessThanOrEqual(widths[1]);
     await page.close();
+  });
+});
+
+// axe-core, the accessibility engine browsers' audits use, run inside the page (through the
+// DevTools protocol, which the page's CSP does not govern)
+const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+interface AxeViolation {
+  id: string;
+  impact: string | null;
+  help: string;
+  nodes: Array<{ target: string[] }>;
+}
+
+describe('accessibility', () => {
+  it('has no WCAG 2.1 A / AA violations axe-core can find on the main views, in light and dark', async () => {
+    const [dead] = await insertTasks(t.db, 1, { name: 'a11y.mail', status: 'dead', groupKey: 'a11y-group', attempts: 3, maxAttempts: 3 });
+    await sql`UPDATE leasehold.task SET last_error = 'SMTP 550' WHERE id = ${dead}::bigint`.execute(t.db);
+    await insertTasks(t.db, 2, { name: 'a11y.mail' });
+    await blockedAggregate('A-a11y');
+    const views = ['/', '/tasks', '/tasks?status=dead', `/tasks/${dead}`, '/dead', '/outbox', '/outbox/group?key=order%3AA-a11y', '/schedules'];
+    const found: string[] = [];
+    for (const scheme of ['light', 'dark'] as const) {
+      for (const path of views) {
+        const page = await open(path);
+        await page.emulateMedia({ colorScheme: scheme });
+        const result = (await page.evaluate(`${AXE};
+          axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } })
+            .then((r) => r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => ({ target: n.target })) })))`)) as AxeViolation[];
+        for (const v of result) found.push(`${scheme} ${path}: ${v.id} (${v.impact}) ${v.help} — ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(', ')}`);
+        await page.close();
+      }
+    }
+    expect(found).toEqual([]);
   });
 });
