@@ -1,5 +1,12 @@
-// Public API of @leasehold/core, name by name. What leasehold's own packages share with core
-// but applications should not use is in ./internal.ts (@leasehold/core/internal, unstable).
+/**
+ * Leased tasks with fencing tokens on PostgreSQL: typed tasks, a worker runtime for any leased
+ * table, schedules, and the operations a person runs on the tables.
+ *
+ * @module @leasehold/core
+ */
+
+// Public API, name by name. What leasehold's own packages share with core but applications
+// should not use is in ./internal.ts (@leasehold/core/internal, unstable).
 
 // typed tasks: define, enqueue, run
 export {
@@ -56,6 +63,7 @@ export type { BackoffPolicy } from './backoff.js';
 export type { HandlerContext } from './worker/handler-context.js';
 export type { CommitHook } from './worker/finalizer.js';
 export type { WorkerEventMap } from './worker/events.js';
+export type { ReapedRow } from './sql/lease-claim.js';
 export type { PoolCounts } from './worker/checkout-watch.js';
 export {
   defineLeasedTable,
@@ -97,4 +105,4 @@ export {
   type LeaseToken,
 } from './primitives.js';
 export { dispatchOnce, type DispatchOnceOptions, type DispatchReport } from './dispatch-once.js';
-export type { OutcomeKind } from './outcome.js';
+export type { Outcome, OutcomeKind } from './outcome.js';

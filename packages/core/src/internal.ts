@@ -11,7 +11,7 @@
 
 // errors and outcomes: every catch passes its value through toError (STYLE 9)
 export { toError } from './errors.js';
-export { classifyOutcome, assertNever, describeError, type Outcome } from './outcome.js';
+export { classifyOutcome, assertNever, describeError } from './outcome.js';
 
 // durations, integers, backoff
 export { parseDuration, parseInteger } from './duration.js';
@@ -29,14 +29,7 @@ export { toDone, toRetry, toDeferred, toReleased, toDead, type Transition } from
 export { transitionFor } from './transition-for.js';
 export { execute, type ExecuteOptions } from './sql/execute.js';
 export { tokenKey } from './sql/lease-row.js';
-export {
-  leaseClaim,
-  compareIds,
-  REAP_ERROR,
-  type LeaseClaimInput,
-  type LeaseClaimResult,
-  type ReapedRow,
-} from './sql/lease-claim.js';
+export { leaseClaim, compareIds, REAP_ERROR, type LeaseClaimInput, type LeaseClaimResult } from './sql/lease-claim.js';
 export { leaseFinalizeMany, type FinalizeItem, type FinalizeResult } from './sql/lease-finalize-many.js';
 export { leaseExtendMany, type ExtendItem } from './sql/lease-extend-many.js';
 export { leaseLockGroups, leaseLockGroupsOfRows } from './sql/lease-lock-groups.js';

@@ -30,10 +30,15 @@ export interface LeasedTable<Row = Record<string, unknown>> {
 
 /** Options of {@link defineLeasedTable}. */
 export interface LeasedTableOptions<Row> {
+  /** Schema of the table. */
   schema: string;
+  /** The table, with the lease columns (see {@link LeasedTable}). */
   table: string;
+  /** The column a worker's `names` filter matches (the task name, the outbox's topic …). */
   nameColumn: string;
+  /** Columns of the table's own row that a claim returns, besides the lease columns. */
   extraColumns: readonly string[];
+  /** Builds the table's row from those columns (`raw` is keyed by column name). */
   mapRow: (raw: Record<string, unknown>) => Row;
 }
 

@@ -11,6 +11,7 @@ import {
 
 /** The subset of a `pg` client or pool leasehold needs: `query(text, values)` or `query(config)`. */
 export interface PgQueryable {
+  /** Runs one statement with `$1…` parameters. */
   query(text: string, values?: unknown[]): Promise<{ rows: unknown[]; rowCount: number | null }>;
 }
 

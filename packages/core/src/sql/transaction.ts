@@ -4,12 +4,22 @@ import type { Executor, PgQueryable } from './execute.js';
 
 /** A `pg` `Pool`: hands out a client that must be released. */
 export interface PgPoolLike extends PgQueryable {
-  connect(): Promise<PgQueryable & { release(err?: Error | boolean): void }>;
+  /** Checks out a client, which must be released. */
+  connect(): Promise<
+    PgQueryable & {
+      /** Returns the client to the pool; with an error (or `true`), destroys it instead. */
+      release(err?: Error | boolean): void;
+    }
+  >;
 }
 
 /** A Kysely instance of any database type, as far as opening a transaction goes. */
 export interface KyselyTransactionSource {
-  transaction(): { execute<T>(callback: (trx: QueryExecutorProvider) => Promise<T>): Promise<T> };
+  /** Kysely's transaction builder. */
+  transaction(): {
+    /** Runs `callback` in a new transaction: commits when it resolves, rolls back when it throws. */
+    execute<T>(callback: (trx: QueryExecutorProvider) => Promise<T>): Promise<T>;
+  };
 }
 
 /** What can open a transaction: a Kysely instance (`Kysely<YourDB>`) or a `pg` pool. */

@@ -11,7 +11,10 @@ import type { LeaseWorkerOptions } from '../worker/lease-worker-options.js';
 import type { TaskContext, TaskDefinition } from './define-task.js';
 import { prepareInserts, validatePayload } from './enqueue.js';
 
-/** The worker runtime's options a typed-task worker passes through as they are. */
+/**
+ * The worker runtime's options a typed-task worker passes through as they are.
+ * @inline
+ */
 type RuntimeOptions = 'pool' | 'owner' | 'concurrency' | 'batch' | 'prefetch' | 'maxPrefetch' | 'pollInterval' | 'heartbeatInterval' | 'listen' | 'logger';
 
 /** Options of {@link createWorker}: the runtime's (see {@link LeaseWorkerOptions}), plus the tasks. */

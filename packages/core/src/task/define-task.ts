@@ -8,6 +8,7 @@ import type { EnqueueOptions } from './enqueue-options.js';
 
 /** Anything with a `parse(input)` that returns the payload or throws, e.g. a zod schema. */
 export interface PayloadValidator<P> {
+  /** Returns the checked payload, or throws saying what is wrong with `input`. */
   parse(input: unknown): P;
 }
 
@@ -54,6 +55,7 @@ export interface TaskOptions<P, C = unknown> extends RunOptions {
 export interface TaskDefinition<P, C = unknown> {
   readonly name: string;
   // method syntax on purpose: a list of differently typed tasks is a TaskDefinition<unknown>[]
+  /** Runs one task; what it throws decides the outcome (see {@link TaskOptions.handler}). */
   handler(payload: P, ctx: TaskContext<C>): Promise<void> | void;
   readonly validate: PayloadValidator<P> | undefined;
   readonly maxAttempts: number;

@@ -73,6 +73,7 @@ export interface LeaseWorkerOptions<Row> extends RunOptions {
    * Migration lines the table needs: `start()` refuses a schema where one is not applied up to
    * its last migration. `createWorker` and the outbox dispatcher pass their own. @defaultValue none
    * (`start()` then checks only that the table exists)
+   * @internal for leasehold's own packages: a line comes from `@leasehold/core/internal`
    */
   migrationLines?: readonly MigrationLine[];
 }

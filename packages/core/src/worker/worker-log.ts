@@ -21,9 +21,13 @@ import { errorCode } from './database-not-ready-error.js';
  * createWorker({ pool, tasks, logger: console });  // console.warn(message, fields)
  */
 export interface WorkerLogger {
+  /** Something failed that a person should look at: a dead task, a worker error. */
   error(message: string, fields?: object): void;
+  /** Something went wrong and was handled: a lost lease, a database outage and its end. */
   warn(message: string, fields?: object): void;
+  /** Lifecycle news, when the logger has the level. */
   info?(message: string, fields?: object): void;
+  /** Routine detail such as retries, when the logger has the level. */
   debug?(message: string, fields?: object): void;
 }
 
