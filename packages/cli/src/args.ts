@@ -4,7 +4,10 @@ import { dashboardArgsOf, type DashboardArgs } from './dashboard-args.js';
 import { UsageError } from './errors.js';
 
 /** The commands, as typed (`dead list` is one command of two words). */
-export const COMMANDS = ['migrate', 'stats', 'dead list', 'dead retry', 'dead skip', 'purge', 'watch', 'dashboard', 'help', 'version'] as const;
+export const COMMANDS = [
+  'migrate', 'stats', 'dead list', 'dead retry', 'dead skip', 'purge', 'watch', 'dashboard',
+  'schedules list', 'schedules pause', 'schedules resume', 'help', 'version',
+] as const;
 
 /** One of {@link COMMANDS}. */
 export type Command = (typeof COMMANDS)[number];
@@ -26,7 +29,10 @@ export interface Invocation {
   readonly embedded: boolean;
   /** `--table`: restricts `dead …` and `purge` to one table. */
   readonly table: TableName | undefined;
-  /** Positional ids of `dead retry` / `dead skip`, as typed (`12`, `task:12`, `12,13`). */
+  /**
+   * Positional ids of `dead retry` / `dead skip`, as typed (`12`, `task:12`, `12,13`); the
+   * schedule names of `schedules pause` / `schedules resume`.
+   */
   readonly ids: readonly string[];
   readonly all: boolean;
   readonly reason: string | undefined;
@@ -73,6 +79,9 @@ const ALLOWED: Readonly<Record<Command, readonly OptionName[]>> = {
   purge: ['table', 'older-than'],
   watch: ['interval'],
   dashboard: ['host', 'port', 'token', 'read-only'],
+  'schedules list': [],
+  'schedules pause': [],
+  'schedules resume': [],
   help: [],
   version: [],
 };
@@ -135,6 +144,14 @@ function commandOf(positionals: readonly string[], help: boolean, version: boole
     }
     return [command as Command, rest];
   }
+  if (first === 'schedules') {
+    // "leasehold schedules" alone lists them
+    const command = `schedules ${second ?? 'list'}`;
+    if (!(COMMANDS as readonly string[]).includes(command)) {
+      throw new UsageError(`"leasehold schedules" needs one of: list, pause, resume (got "${second}")`);
+    }
+    return [command as Command, rest];
+  }
   if (!(COMMANDS as readonly string[]).includes(first) || first.includes(' ')) {
     throw new UsageError(`unknown command "${first}"`);
   }
@@ -150,6 +167,10 @@ function checkPositionals(command: Command, rest: readonly string[], all: boolea
     if (rest.length === 0) {
       throw new UsageError(`${command} needs ids (e.g. "task:12 outbox:7"${command === 'dead retry' ? ') or --all' : ')'}`);
     }
+    return;
+  }
+  if (command === 'schedules pause' || command === 'schedules resume') {
+    if (rest.length === 0) throw new UsageError(`${command} needs schedule names (as "leasehold schedules" lists them)`);
     return;
   }
   if (rest.length > 0) throw new UsageError(`unexpected argument "${rest[0]}" for "leasehold ${command}"`);

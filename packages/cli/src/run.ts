@@ -6,6 +6,7 @@ import { deadListCommand } from './commands/dead-list.js';
 import { deadResolveCommand } from './commands/dead-resolve.js';
 import { migrateCommand } from './commands/migrate.js';
 import { purgeCommand } from './commands/purge.js';
+import { schedulesListCommand, schedulesPauseCommand } from './commands/schedules.js';
 import { statsCommand } from './commands/stats.js';
 import { watchCommand } from './commands/watch.js';
 import type { CommandContext, CommandHandler } from './commands/context.js';
@@ -28,6 +29,9 @@ const HANDLERS: Readonly<Record<Exclude<Command, 'help' | 'version'>, CommandHan
   'dead skip': deadResolveCommand('skip'),
   purge: purgeCommand,
   dashboard: dashboardCommand,
+  'schedules list': schedulesListCommand,
+  'schedules pause': schedulesPauseCommand(true),
+  'schedules resume': schedulesPauseCommand(false),
 };
 
 /** What {@link run} needs from the process. */

@@ -15,6 +15,8 @@ Commands:
                                   dead -> done without running (unblocks an ordered group)
   purge --older-than 7d [--table t]
                                   delete done rows finished longer ago than that
+  schedules [list]                recurring schedules: cron, last tick, running or paused
+  schedules pause|resume <names>  pause or resume schedules (paused ticks are skipped)
   dashboard [--host 127.0.0.1] [--port 4100] [--token t] [--read-only]
                                   the web dashboard until Ctrl-C; any host but a loopback
                                   one needs --token (or $LEASEHOLD_DASHBOARD_TOKEN)
