@@ -24,7 +24,9 @@ import {
   outboxCounts,
   seedEvents,
   summary,
+  waitForCount,
   waitUntil,
+  CONSUMER_STALL_MS,
 } from './scenario.js';
 import { TcpProxy } from './tcp-proxy.js';
 
@@ -70,6 +72,19 @@ async function startConsumer(connection: ChannelModel, queue: string, inbox: Inb
   return running;
 }
 
+/** Waits for the consumer to apply `events`; when it stalls, says what the queue holds. */
+async function consumerApplied(connection: ChannelModel, queue: string, consumer: InboxConsumer, events: number): Promise<void> {
+  await waitForCount(() => ledgerCount(t.db), events, 'the consumer applying every event', CONSUMER_STALL_MS, async () => {
+    const probe = await connection.createChannel();
+    try {
+      const q = await probe.checkQueue(queue);
+      return { stats: consumer.stats, ready: q.messageCount, consumers: q.consumerCount };
+    } finally {
+      await probe.close();
+    }
+  });
+}
+
 const route = (prefix: string) => (m: OutboxMessage) => `${prefix}.${m.aggregateType}.${m.eventType}`;
 
 describe('RabbitMQ: outbox → amqpPublisher → quorum queue → consumeAmqp (inbox)', () => {
@@ -88,13 +103,16 @@ describe('RabbitMQ: outbox → amqpPublisher → quorum queue → consumeAmqp (i
     await Promise.all([0, 1].map((i) => f.spawn({ ...base, owner: `survivor${i}`, holdAfterAckMs: 0 })));
     const started = Date.now();
     const done = async () => (await outboxCounts(t.db)).done ?? 0;
+    // hang guards, not speed claims: a victim's messages are taken over one lease after its
+    // death, and the survivors never all wait at once; five leases without one more done is a hang
+    const stallMs = 5 * base.leaseMs;
     for (const [k, victim] of victims.entries()) {
-      await waitUntil(async () => (await done()) >= events * (0.25 + k * 0.25), `${25 + k * 25}% delivered`, 120_000);
+      await waitForCount(done, events * (0.25 + k * 0.25), `${25 + k * 25}% delivered`, stallMs);
       await f.kill(victim);
     }
     const killedAt = Date.now() - started;
-    await waitUntil(async () => (await done()) === events, 'every outbox message done', 60_000 + events * 10);
-    await waitUntil(async () => (await ledgerCount(t.db)) >= events, 'the consumer to apply every event', 60_000);
+    await waitForCount(done, events, 'every outbox message done', stallMs, () => outboxCounts(t.db));
+    await consumerApplied(connection, queue, consumer, events);
     const elapsedMs = Date.now() - started;
     await f.stopAll();
     // every copy in the queue reached the consumer: the queue is empty and nothing is unacked
@@ -162,9 +180,10 @@ describe('RabbitMQ: outbox → amqpPublisher → quorum queue → consumeAmqp (i
     const connectionsBefore = proxy.connections;
     await proxy.open();
     const upAt = Date.now();
-    await waitUntil(async () => ((await outboxCounts(t.db)).done ?? 0) === events, 'every outbox message done', 120_000);
+    // a message waits at most the backoff cap (3 s) before its next attempt; a lease (10 s) without one more done is a hang
+    await waitForCount(async () => (await outboxCounts(t.db)).done ?? 0, events, 'every outbox message done', 10_000, () => outboxCounts(t.db));
     const recoveredMs = Date.now() - upAt;
-    await waitUntil(async () => (await ledgerCount(t.db)) >= events, 'the consumer to apply every event', 60_000);
+    await consumerApplied(connection, queue, consumer, events);
     await dispatcher.stop({ timeout: '5s' });
     await consumer.stop();
 
@@ -205,19 +224,21 @@ describe('RabbitMQ: outbox → amqpPublisher → quorum queue → consumeAmqp (i
     expect(error.message).toMatch(/unroutable: 312 NO_ROUTE/);
     await dispatcher.stop({ timeout: '5s' });
 
-    const id = await outbox.add(t.db, { aggregateType: 'acct', aggregateId: 2, eventType: 'to-missing', payload: {} });
+    // attempts enough to outlast any wait for the fixer below: the point is retried, not dead
+    const id = await outbox.add(t.db, { aggregateType: 'acct', aggregateId: 2, eventType: 'to-missing', payload: {}, maxAttempts: 10_000 });
     const second = track(createDispatcher({ pool: t.pool, publisher: toMissing, eventTypes: ['to-missing'], pollInterval: 50, backoff: { base: 10, cap: 50 }, logger: null }));
     const retried = nextEvent(second, 'task:retrying');
     await second.start();
     expect((await retried).error.message).toMatch(/channel closed before the confirm: .*404.*no exchange/);
-    // once the exchange exists (an operator fixed the topology), the same message goes through
+    // once the exchange exists (an operator fixed the topology), the same message goes through;
+    // listened for first, since it may succeed while the fixer is still binding its queue
+    const succeeded = nextEvent(second, 'task:succeeded', ({ task: t2 }) => t2.id === id, 30_000);
     const fixer = await connect(AMQP_URL);
     const ch = await fixer.createChannel();
     await ch.assertExchange(missing, 'fanout', { durable: false, autoDelete: false });
     const { queue: bound } = await ch.assertQueue('', { exclusive: true });
     await ch.bindQueue(bound, missing, '');
-    const succeeded = nextEvent(second, 'task:succeeded', ({ task: t2 }) => t2.id === id, 30_000);
-    await succeeded;
+    expect((await succeeded).task.attempts, 'attempts before the exchange existed, and the one after').toBeGreaterThan(1);
     await second.stop({ timeout: '5s' });
     await ch.deleteExchange(missing);
     await fixer.close();

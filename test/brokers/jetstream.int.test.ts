@@ -27,7 +27,9 @@ import {
   outboxCounts,
   seedEvents,
   summary,
+  waitForCount,
   waitUntil,
+  CONSUMER_STALL_MS,
 } from './scenario.js';
 
 const t = useTestDatabase();
@@ -54,6 +56,14 @@ async function makeStream(jsm: JetStreamManager, replicas = 1): Promise<{ stream
   await jsm.streams.add({ name: stream, subjects: [`${prefix}.>`], num_replicas: replicas, duplicate_window: 120 * SEC });
   await jsm.consumers.add(stream, { durable_name: 'ledger', ack_policy: AckPolicy.Explicit, ack_wait: 5 * SEC, max_ack_pending: 2_000 });
   return { stream, prefix };
+}
+
+/** Waits for the consumer to apply `events`; when it stalls, says what the ledger consumer holds. */
+async function consumerApplied(jsm: JetStreamManager, stream: string, consumer: InboxConsumer, events: number): Promise<void> {
+  await waitForCount(() => ledgerCount(t.db), events, 'the consumer applying every event', CONSUMER_STALL_MS, async () => {
+    const info = await jsm.consumers.info(stream, 'ledger');
+    return { stats: consumer.stats, pending: info.num_pending, ackPending: info.num_ack_pending, redelivered: info.num_redelivered, waiting: info.num_waiting };
+  });
 }
 
 async function natsConnection(servers: string | string[]): Promise<NatsConnection> {
@@ -94,14 +104,16 @@ describe('JetStream: outbox → jetStreamPublisher → stream → consumeJetStre
     await Promise.all([0, 1].map((i) => f.spawn({ ...base, owner: `survivor${i}`, holdAfterAckMs: 0 })));
     const started = Date.now();
     const done = async () => (await outboxCounts(t.db)).done ?? 0;
+    // hang guards, not speed claims: a victim's messages are taken over one lease after its
+    // death, and the survivors never all wait at once; five leases without one more done is a hang
+    const stallMs = 5 * base.leaseMs;
     for (const [k, victim] of victims.entries()) {
-      await waitUntil(async () => (await done()) >= events * (0.25 + k * 0.25), `${25 + k * 25}% delivered`, 120_000);
+      await waitForCount(done, events * (0.25 + k * 0.25), `${25 + k * 25}% delivered`, stallMs);
       await f.kill(victim);
     }
     const killedAt = Date.now() - started;
-    // hang guards, not speed claims: the lease (3 s) bounds the takeover of the victims' messages
-    await waitUntil(async () => (await done()) === events, 'every outbox message done', 60_000 + events * 10);
-    await waitUntil(async () => (await ledgerCount(t.db)) >= events, 'the consumer to apply every event', 60_000);
+    await waitForCount(done, events, 'every outbox message done', stallMs, () => outboxCounts(t.db));
+    await consumerApplied(jsm, stream, consumer, events);
     const elapsedMs = Date.now() - started;
     await f.stopAll();
     await consumer.stop();
@@ -137,6 +149,8 @@ describe('JetStream: outbox → jetStreamPublisher → stream → consumeJetStre
     const backoffCapMs = 2_000;
     const reconnectWaitMs = 250;
     const pollMs = 100;
+    const publishTimeoutMs = 1_500;
+    const leaseMs = 6_000;
     const successes: number[] = [];
     let duplicates = 0;
     const publisher: JetStreamPublisher = jetStreamPublisher({
@@ -152,7 +166,7 @@ describe('JetStream: outbox → jetStreamPublisher → stream → consumeJetStre
     const errors = new Map<string, number>();
     const dispatchers = [1, 2].map((i) => {
       const d = track(createDispatcher({
-        pool: t.pool, publisher, owner: `cluster-${i}`, concurrency: 8, lease: '6s', publishTimeout: 1_500,
+        pool: t.pool, publisher, owner: `cluster-${i}`, concurrency: 8, lease: leaseMs, publishTimeout: publishTimeoutMs,
         pollInterval: pollMs, backoff: { base: 100, cap: backoffCapMs }, logger: null,
       }));
       d.on('task:retrying', ({ error }) => {
@@ -165,7 +179,7 @@ describe('JetStream: outbox → jetStreamPublisher → stream → consumeJetStre
     });
     await Promise.all(dispatchers.map((d) => d.start()));
     const done = async () => (await outboxCounts(t.db)).done ?? 0;
-    await waitUntil(async () => (await done()) >= events * 0.3, '30% delivered', 120_000);
+    await waitForCount(done, events * 0.3, '30% delivered', 3 * leaseMs);
 
     const leader = (await jsm.streams.info(stream)).cluster?.leader ?? '';
     expect(leader).toMatch(/^n\d$/);
@@ -186,13 +200,13 @@ describe('JetStream: outbox → jetStreamPublisher → stream → consumeJetStre
     }, 'the survivors to elect a new stream leader', 60_000);
     const electedAt = Date.now();
     // From then on the bound is the client's, from the options above: an attempt in flight
-    // ends within brokerTimeout (its request times out, or its no-responders loop asks again
-    // within 250 ms and gets through), the message then waits at most the backoff cap and the
-    // next poll before a dispatcher claims it again, and that publish is acknowledged within
-    // brokerTimeout or fails. A publisher connected to the dead node is already elsewhere by
-    // then: it reconnects after reconnectTimeWait (+ the client's 100 ms jitter), well within
-    // the 4 s before any follower campaigns.
-    const resumeBoundMs = brokerTimeoutMs + backoffCapMs + pollMs + brokerTimeoutMs;
+    // ends within the dispatcher's publishTimeout (the publisher's own waits share its
+    // brokerTimeout; a no-responders loop asks again every 250 ms and gets through), the
+    // message then waits at most the backoff cap and the next poll before a dispatcher claims
+    // it again, and that publish is acknowledged within brokerTimeout or fails. A publisher
+    // connected to the dead node is elsewhere by then: it reconnects after reconnectTimeWait
+    // (+ the client's 100 ms jitter), well within the 4 s before any follower campaigns.
+    const resumeBoundMs = publishTimeoutMs + backoffCapMs + pollMs + brokerTimeoutMs;
     const resumed = () => successes.find((at) => at >= electedAt);
     await waitUntil(() => resumed() !== undefined, 'a publish acknowledged by the new leader', 60_000).catch((error: unknown) => {
       console.log('[cluster] retry errors since the start:', errors);
@@ -206,14 +220,13 @@ describe('JetStream: outbox → jetStreamPublisher → stream → consumeJetStre
     expect(doneAtRestart, 'messages done when the old leader restarts').toBeLessThan(events);
     nodes.node(leader).start();
     await nodes.node(leader).ready(60_000);
-    await waitUntil(async () => (await done()) === events, 'every outbox message done', 120_000).catch(async (error: unknown) => {
-      console.log('[cluster] retry errors:', errors, 'outbox:', await outboxCounts(t.db), 'successes after kill:', successes.filter((at) => at > killedAt).length);
-      throw error;
-    });
+    await waitForCount(done, events, 'every outbox message done', 3 * leaseMs, async () => ({
+      retryErrors: Object.fromEntries(errors), outbox: await outboxCounts(t.db), successesAfterKill: successes.filter((at) => at > killedAt).length,
+    }));
     // every replica, the restarted one too, holds each message once
     const replicaMessages = async () => Promise.all(nodes!.nodes.map(async (n) => (await n.streamView(stream).catch(() => undefined))?.messages ?? -1));
     await waitUntil(async () => (await replicaMessages()).every((m) => m === events), 'all three replicas to hold every message', 60_000);
-    await waitUntil(async () => (await ledgerCount(t.db)) >= events, 'the consumer to apply every event', 60_000);
+    await consumerApplied(jsm, stream, consumer, events);
     await Promise.all(dispatchers.map((d) => d.stop({ timeout: '5s' })));
     await consumer.stop();
 
@@ -268,9 +281,10 @@ describe('JetStream: outbox → jetStreamPublisher → stream → consumeJetStre
     node.start();
     await node.ready();
     const upAt = Date.now();
-    await waitUntil(async () => ((await outboxCounts(t.db)).done ?? 0) === events, 'every outbox message done', 120_000);
+    // a message waits at most the backoff cap (3 s) before its next attempt; a lease (10 s) without one more done is a hang
+    await waitForCount(async () => (await outboxCounts(t.db)).done ?? 0, events, 'every outbox message done', 10_000, () => outboxCounts(t.db));
     const recoveredMs = Date.now() - upAt;
-    await waitUntil(async () => (await ledgerCount(t.db)) >= events, 'the consumer to apply every event', 60_000);
+    await consumerApplied(jsm, stream, consumer, events);
     await dispatcher.stop({ timeout: '5s' });
     await consumer.stop();
 
@@ -309,8 +323,8 @@ describe('JetStream: failures classified against a real server', () => {
       return error.message;
     };
     await add('nowhere');
-    expect(await run({ servers: NATS_URL, subject, timeout: 300 }, 'nowhere', 'task:retrying')).toMatch(/no stream captures subject/);
-    expect(await run({ servers: NATS_URL, subject, timeout: 300, streamMissing: 'permanent' }, 'nowhere', 'task:dead')).toMatch(/no stream captures subject/);
+    expect(await run({ servers: NATS_URL, subject }, 'nowhere', 'task:retrying')).toMatch(/no stream captures subject/);
+    expect(await run({ servers: NATS_URL, subject, streamMissing: 'permanent' }, 'nowhere', 'task:dead')).toMatch(/no stream captures subject/);
     await add('expected');
     expect(await run({ servers: NATS_URL, subject, expectStream: 'SOME_OTHER' }, 'expected', 'task:dead')).toMatch(/10060/);
     await add('rollup', { 'Nats-Rollup': 'sub' });

@@ -77,6 +77,40 @@ export async function waitUntil(check: () => boolean | Promise<boolean>, what: s
   }
 }
 
+/**
+ * Waits until `count()` reaches `target`. It fails only when the count stops moving for
+ * `stallMs` — something is stuck — not because a loaded machine is slow; the error then
+ * carries what `describe()` saw.
+ */
+export async function waitForCount(
+  count: () => Promise<number>,
+  target: number,
+  what: string,
+  stallMs: number,
+  describe: () => Promise<unknown> = async () => undefined,
+): Promise<void> {
+  let last = -1;
+  let movedAt = Date.now();
+  for (;;) {
+    const n = await count();
+    if (n >= target) return;
+    if (n !== last) {
+      last = n;
+      movedAt = Date.now();
+    } else if (Date.now() - movedAt > stallMs) {
+      const seen = await describe().catch((error: unknown) => `(describe failed: ${String(error)})`);
+      throw new Error(`${what}: stuck at ${n} of ${target} for ${stallMs} ms; ${JSON.stringify(seen)}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/**
+ * How long the consumer may apply nothing before it counts as stuck: a message it holds comes
+ * back within the JetStream consumer's `ack_wait` (5 s) plus `retryDelay`; four times that.
+ */
+export const CONSUMER_STALL_MS = 4 * 5_000;
+
 /** The end state every scenario must reach; returns the counts for the summary line. */
 export async function expectExactlyOnce(db: Kysely<object>, ids: readonly string[]): Promise<{ lost: number; applied: number; outOfOrder: number }> {
   const counts = await outboxCounts(db);

@@ -63,6 +63,7 @@ async function publish(
   const deadline = Date.now() + options.timeoutMs;
   const link = await untilAborted(holder.get(), signal, what);
   const expect = options.expectStream === undefined ? {} : { streamName: options.expectStream };
+  let leaderless: Error | undefined;
   for (;;) {
     try {
       const timeout = Math.max(1, deadline - Date.now());
@@ -71,16 +72,17 @@ async function publish(
       return;
     } catch (error) {
       if (signal?.aborted) throw error;
-      // "no responders" comes back at once while a stream elects a leader (4–9 s in
-      // nats-server): ask again until this attempt's timeout is spent, as a slow stream would
-      // spend it, so an election does not burn a message's attempts in a few seconds. The same
-      // Nats-Msg-Id makes every repeat safe.
+      if (classifyNatsError(error).kind !== 'no-responders') throw failure(what, error);
+      // Nobody answered: either no stream captures the subject (asking again cannot help, so
+      // it is settled now) or its stream has no leader right now — an election takes 4–9 s in
+      // nats-server. Then ask again until this attempt's timeout is spent, as a slow stream
+      // would spend it, so an election does not burn a message's attempts in a few seconds.
+      // The same Nats-Msg-Id makes every repeat safe.
+      leaderless ??= await untilAborted(whyNoResponders(options, link, subject, what, error, deadline), signal, what);
+      if (!(leaderless instanceof LeaderlessError)) throw leaderless;
       const waitMs = Math.min(NO_RESPONDERS_PAUSE_MS, deadline - Date.now());
-      if (classifyNatsError(error).kind === 'no-responders' && waitMs > 0) {
-        await untilAborted(new Promise((resolve) => setTimeout(resolve, waitMs)), signal, what);
-        continue;
-      }
-      throw await failure(options, link, subject, what, error, signal);
+      if (waitMs <= 0) throw leaderless;
+      await untilAborted(new Promise((resolve) => setTimeout(resolve, waitMs)), signal, what);
     }
   }
 }
@@ -89,32 +91,28 @@ async function publish(
 const NO_RESPONDERS_PAUSE_MS = 250;
 
 /** The error the dispatcher gets for a failed publish: retryable or permanent, with why. */
-async function failure(
-  options: NormalizedJetStreamOptions,
-  link: NatsLink,
-  subject: string,
-  what: string,
-  error: unknown,
-  signal: AbortSignal | undefined,
-): Promise<Error> {
+function failure(what: string, error: unknown): Error {
   if (error instanceof PermanentError || error instanceof RetryableError) return error;
   const verdict = classifyNatsError(error);
   switch (verdict.kind) {
     case 'retryable':
+    case 'no-responders':
       return new RetryableError(`${what}: ${verdict.reason}`, { cause: error });
     case 'permanent':
       return new PermanentError(`${what}: ${verdict.reason}`, { cause: error });
-    case 'no-responders':
-      return untilAborted(whyNoResponders(options, link, subject, what, error), signal, what).catch(toError);
     default:
       return assertNever(verdict);
   }
 }
 
+/** "No responders" while a stream captures the subject (or JetStream could not say): worth asking again. */
+class LeaderlessError extends RetryableError {}
+
 /**
- * Nobody answered on the subject: asks JetStream which stream captures it. None → the stream
- * is missing (retryable or permanent, as `streamMissing` says); one → it has no leader right
- * now (an election, a restart): retryable; no answer → JetStream itself is away: retryable.
+ * Nobody answered on the subject: asks JetStream, within what is left of the attempt, which
+ * stream captures it. None → the stream is missing (retryable or permanent, as
+ * `streamMissing` says); one → it has no leader right now (an election, a restart); no answer
+ * → JetStream itself is away. The last two are a {@link LeaderlessError}: asked again.
  */
 async function whyNoResponders(
   options: NormalizedJetStreamOptions,
@@ -122,11 +120,13 @@ async function whyNoResponders(
   subject: string,
   what: string,
   error: unknown,
+  deadline: number,
 ): Promise<Error> {
-  let stream: string | undefined;
+  const lookupMs = Math.max(1, deadline - Date.now());
+  let stream: string;
   try {
     const jsm = await link.manager(options.timeoutMs);
-    stream = await withTimeout(jsm.streams.find(subject), options.timeoutMs, () => new Error('stream lookup timed out'));
+    stream = await withTimeout(jsm.streams.find(subject), lookupMs, () => new Error(`no answer within ${lookupMs} ms`));
   } catch (lookup) {
     if ((lookup as { code?: unknown }).code === 10059) {
       const reason = `${what}: no stream captures subject ${subject} (503 no responders, and JetStream knows no stream for it)`;
@@ -134,7 +134,7 @@ async function whyNoResponders(
         ? new PermanentError(reason, { cause: error })
         : new RetryableError(reason, { cause: error });
     }
-    return new RetryableError(`${what}: no responders, and JetStream did not answer a stream lookup (${toError(lookup).message})`, { cause: error });
+    return new LeaderlessError(`${what}: no responders, and JetStream did not answer a stream lookup (${toError(lookup).message})`, { cause: error });
   }
-  return new RetryableError(`${what}: stream ${stream} did not answer (503 no responders: no leader right now?)`, { cause: error });
+  return new LeaderlessError(`${what}: stream ${stream} did not answer (503 no responders: no leader right now?)`, { cause: error });
 }
