@@ -33,10 +33,16 @@ async function countOutbox(ctx: BenchContext, statuses: readonly string[]): Prom
   return r.rows[0]!.n;
 }
 
-/** Polls `check` every 2 ms; throws naming `what` once `deadline` (epoch ms) passed. */
-async function until(check: () => boolean | Promise<boolean>, what: string, deadline: number): Promise<void> {
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+/** A count that stops moving this long means something is stuck, not slow. */
+const STALL_MS = 30_000;
+
+/** Polls `count` every 2 ms until it reaches `target`; throws naming `what` once it stalled. */
+async function untilCount(count: () => number | Promise<number>, target: number, what: string): Promise<void> {
+  let last = -1;
+  let movedAt = Date.now();
+  for (let n = await count(); n < target; n = await count()) {
+    if (n !== last) [last, movedAt] = [n, Date.now()];
+    else if (Date.now() - movedAt > STALL_MS) throw new Error(`${what}: stuck at ${n} of ${target} for ${STALL_MS / 1000} s`);
     await sleep(2);
   }
 }
@@ -46,16 +52,15 @@ async function timedDrain(ctx: BenchContext, sink: Sink): Promise<RoundResult> {
   const child = new BrokerChild({ url: ctx.url, schema: BENCH_SCHEMA, concurrency, target: sink.target });
   try {
     await child.next('ready');
-    const deadline = Date.now() + (ctx.config.quick ? 60_000 : 120_000);
     const serverBefore = await backendCpu(ctx.admin);
     const t0 = process.hrtime.bigint();
     const seconds = () => Number(process.hrtime.bigint() - t0) / 1e9;
     child.send({ type: 'go' });
-    await until(() => child.handled >= n, `${n} messages published (${child.handled} so far)`, deadline);
-    await until(async () => (await countOutbox(ctx, ['pending', 'processing'])) === 0, 'the outbox to be empty', deadline);
+    await untilCount(() => child.handled, n, 'messages published');
+    await untilCount(async () => n - (await countOutbox(ctx, ['pending', 'processing'])), n, 'messages finalized');
     const publishSeconds = seconds();
     const serverMs = cpuDelta(serverBefore, await backendCpu(ctx.admin));
-    await until(() => sink.received().distinct >= n, `the consumer to receive ${n} (${sink.received().distinct} so far)`, deadline);
+    await untilCount(() => sink.received().distinct, n, 'messages received by the consumer');
     const endToEndSeconds = seconds();
     child.send({ type: 'cpu' });
     const clientMs = Number((await child.next('cpu')).ms);
