@@ -1,5 +1,5 @@
-// Issue 15: one trace from the request that wrote an outbox event, through the publish, to the
-// receiving service's inbox (a real node:http receiver).
+// Issue 15: one trace from the request that wrote an outbox event, through the dispatcher's span
+// and the publish, to the receiving service's inbox (a real node:http receiver).
 import { SpanKind, trace } from '@opentelemetry/api';
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
@@ -44,7 +44,12 @@ describe('trace context across the outbox', () => {
     const spans = exporter.getFinishedSpans();
     const publish = spans.find((s) => s.name === 'publish OrderPlaced')!;
     const receive = spans.find((s) => s.name === 'inbox receive')!;
+    const dispatch = spans.find((s) => s.name === 'dispatch OrderPlaced')!;
     expect(publish.spanContext().traceId).toBe(placed.spanContext().traceId);
+    // the dispatcher's span continues the context stored with the event; the publish is its child
+    expect(parentOf(dispatch)).toBe(placed.spanContext().spanId);
+    expect(parentOf(publish)).toBe(dispatch.spanContext().spanId);
+    expect(dispatch.attributes).toMatchObject({ 'messaging.operation.name': 'dispatch', 'messaging.destination.name': 'OrderPlaced', 'leasehold.table': 'leasehold.outbox', 'leasehold.outcome': 'succeeded' });
     expect(receive.spanContext().traceId).toBe(placed.spanContext().traceId);
     expect(parentOf(receive)).toBe(publish.spanContext().spanId);
     expect(publish.attributes).toMatchObject({ 'messaging.message.id': id, 'messaging.destination.name': 'OrderPlaced' });

@@ -72,6 +72,14 @@ export interface TaskRow {
   readonly dedupKey: string | null;
   /** What the last attempt stored with `ctx.checkpoint()`, or null. */
   readonly checkpoint: unknown;
+  /** W3C trace context of the code that enqueued the task (OpenTelemetry), or null. */
+  readonly traceparent: string | null;
+  readonly tracestate: string | null;
+  /**
+   * When this attempt became claimable (database time): enqueued and due, or its retry's backoff
+   * or deferral over. What the `leasehold.task.wait.duration` histogram counts from.
+   */
+  readonly availableAt: Date;
 }
 
 /** The core `task` table in `schema` (default `leasehold`). */
@@ -80,7 +88,7 @@ export function taskTable(schema = 'leasehold'): LeasedTable<TaskRow> {
     schema,
     table: 'task',
     nameColumn: 'name',
-    extraColumns: ['name', 'payload', 'priority', 'group_key', 'dedup_key', 'checkpoint'],
+    extraColumns: ['name', 'payload', 'priority', 'group_key', 'dedup_key', 'checkpoint', 'traceparent', 'tracestate', 'available_at'],
     mapRow: (raw) => ({
       name: raw.name as string,
       payload: raw.payload,
@@ -88,6 +96,9 @@ export function taskTable(schema = 'leasehold'): LeasedTable<TaskRow> {
       groupKey: (raw.group_key as string | null) ?? null,
       dedupKey: (raw.dedup_key as string | null) ?? null,
       checkpoint: raw.checkpoint ?? null,
+      traceparent: (raw.traceparent as string | null) ?? null,
+      tracestate: (raw.tracestate as string | null) ?? null,
+      availableAt: raw.available_at as Date,
     }),
   });
 }

@@ -18,6 +18,10 @@ export interface TaskInsert {
   /** Absolute run-at time, or null for `now() + delayMs`. */
   readonly runAt: Date | null;
   readonly delayMs: number;
+  /** W3C trace context of the producer (see `traceContextNow`), carried to the worker's span. @defaultValue null */
+  readonly traceparent?: string | null;
+  /** @defaultValue null */
+  readonly tracestate?: string | null;
 }
 
 /** Id of each inserted (or, for a live dedup key, existing) task, in input order. */
@@ -100,16 +104,18 @@ async function insertStatement(
         FROM unnest(${rows.map((r) => r.name)}::text[], ${rows.map((r) => r.payloadJson)}::jsonb[],
                     ${rows.map((r) => r.priority)}::int[], ${rows.map((r) => r.groupKey)}::text[],
                     ${rows.map((r) => r.dedupKey)}::text[], ${rows.map((r) => r.maxAttempts)}::int[],
-                    ${rows.map((r) => r.runAt)}::timestamptz[], ${rows.map((r) => r.delayMs)}::float8[])
-             WITH ORDINALITY AS u(name, payload, priority, group_key, dedup_key, max_attempts, run_at, delay_ms, n)
+                    ${rows.map((r) => r.runAt)}::timestamptz[], ${rows.map((r) => r.delayMs)}::float8[],
+                    ${rows.map((r) => r.traceparent ?? null)}::text[], ${rows.map((r) => r.tracestate ?? null)}::text[])
+             WITH ORDINALITY AS u(name, payload, priority, group_key, dedup_key, max_attempts, run_at, delay_ms, traceparent, tracestate, n)
       ), inserted AS (
         INSERT INTO ${t} AS t
-          (id, name, payload, priority, group_key, dedup_key, max_attempts, available_at, blocked, scheduled)
+          (id, name, payload, priority, group_key, dedup_key, max_attempts, available_at, blocked, scheduled, traceparent, tracestate)
           OVERRIDING SYSTEM VALUE
         SELECT i.id, i.name, i.payload, i.priority, i.group_key, i.dedup_key, i.max_attempts, a.at,
                -- an ordered row waits behind its group's head until settled
                i.group_key IS NOT NULL,
-               a.at > now()
+               a.at > now(),
+               i.traceparent, i.tracestate
         FROM input AS i CROSS JOIN LATERAL (SELECT coalesce(i.run_at, now() + i.delay_ms * interval '1 millisecond') AS at) AS a
         -- one canonical order of dedup keys for every producer: two batches that share keys
         -- take them in the same order, so neither waits for the other while holding one it needs

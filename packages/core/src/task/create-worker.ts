@@ -63,6 +63,13 @@ export function createWorker(options: WorkerOptions): Worker {
     settingsFor: (task) => definition(task).settings,
     // start() refuses a schema that core's migrate() has not brought up to date
     migrationLines: [CORE_MIGRATION_LINE],
+    // spans continue the trace enqueue stored with the task (its traceparent and tracestate)
+    telemetry: {
+      operation: 'process',
+      destination: (task) => task.name,
+      carrier: (task) => (task.traceparent === null ? undefined : task),
+      availableAtMs: (task) => task.availableAt.getTime(),
+    },
     handle: async (task, ctx) => {
       const def = definition(task);
       // an invalid payload throws PayloadValidationError: the task goes dead with the message

@@ -7,6 +7,8 @@ import { checkKey } from '../input/text.js';
 import { taskTable } from '../leased-table.js';
 import type { Executor } from '../sql/execute.js';
 import { taskInsertMany, type InsertedTask, type TaskInsert } from '../sql/task-insert-many.js';
+import { otel, otelNow } from '../telemetry/otel-api.js';
+import { traceContextNow, type TraceContext } from '../telemetry/trace-headers.js';
 import type { TaskDefinition } from './define-task.js';
 import type { EnqueueOptions } from './enqueue-options.js';
 
@@ -38,6 +40,7 @@ export async function enqueue<P>(
 /**
  * Adds many tasks of one type in one statement (one notification). Returns their ids in input
  * order; an item whose `dedupKey` is live, or repeats an earlier item's key, gets that task's id.
+ * With OpenTelemetry active, each task carries the caller's trace context to its worker's span.
  */
 export async function enqueueMany<P>(
   executor: Executor,
@@ -46,6 +49,7 @@ export async function enqueueMany<P>(
   options: { schema?: string } = {},
 ): Promise<InsertedTask[]> {
   const table = taskTable(options.schema);
+  if (otelNow() === undefined) await otel(); // once per process: the optional API loads lazily
   const rows = prepareInserts(task, items);
   // PostgreSQL cannot resolve one conflict twice in a statement: send each live key once
   const firstByKey = new Map<string, number>();
@@ -67,12 +71,16 @@ export async function enqueueMany<P>(
   });
 }
 
-/** Checks items and turns them into rows for the insert statement. @internal */
+/**
+ * Checks items and turns them into rows for the insert statement, each with the active trace
+ * context (see {@link traceContextNow}). @internal
+ */
 export function prepareInserts<P>(task: TaskDefinition<P>, items: readonly EnqueueItem<P>[]): TaskInsert[] {
-  return items.map((item) => toInsert(task, item));
+  const trace = traceContextNow();
+  return items.map((item) => toInsert(task, item, trace));
 }
 
-function toInsert<P>(task: TaskDefinition<P>, item: EnqueueItem<P>): TaskInsert {
+function toInsert<P>(task: TaskDefinition<P>, item: EnqueueItem<P>, trace: TraceContext | null): TaskInsert {
   if (typeof task?.name !== 'string' || typeof task.handler !== 'function') {
     throw new ConfigError('task', 'Expected a task made by defineTask()');
   }
@@ -89,6 +97,8 @@ function toInsert<P>(task: TaskDefinition<P>, item: EnqueueItem<P>): TaskInsert 
     maxAttempts: item.maxAttempts === undefined ? task.maxAttempts : checkInteger(item.maxAttempts, 'maxAttempts', INTEGER_RANGES.maxAttempts),
     runAt: checkRunAt(item.runAt),
     delayMs: item.delay === undefined ? 0 : parseDuration(item.delay, 'delay', { allowZero: true, max: MAX_DELAY_MS }),
+    traceparent: trace?.traceparent ?? null,
+    tracestate: trace?.tracestate ?? null,
   };
 }
 

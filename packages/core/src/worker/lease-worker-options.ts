@@ -6,6 +6,7 @@ import type { LeasedTable } from '../leased-table.js';
 import type { MigrationLine } from '../migrate/migrator.js';
 import { checkOwner } from '../primitives.js';
 import type { Claimed } from '../sql/lease-row.js';
+import type { TelemetryNaming } from '../telemetry/worker-telemetry.js';
 import type { PgPoolLike } from '../sql/transaction.js';
 import { AUTO_PREFETCH_MAX } from './claim-sizing.js';
 import type { HandlerContext } from './handler-context.js';
@@ -76,6 +77,12 @@ export interface LeaseWorkerOptions<Row> extends RunOptions {
    * @internal for leasehold's own packages: a line comes from `@leasehold/core/internal`
    */
   migrationLines?: readonly MigrationLine[];
+  /**
+   * How the worker's OpenTelemetry spans and metrics name its rows, when an SDK is registered
+   * (see docs/observability.md). `createWorker` and the outbox dispatcher pass their own.
+   * @defaultValue operation `process`, destination the table's name, no stored trace context
+   */
+  telemetry?: TelemetryNaming<Row>;
 }
 
 /** Checked, frozen options. @internal */
@@ -99,6 +106,7 @@ export interface NormalizedLeaseWorkerOptions<Row> {
   readonly listen: boolean;
   readonly logger: WorkerLogger | null;
   readonly migrationLines: readonly MigrationLine[];
+  readonly telemetry: TelemetryNaming<Row>;
 }
 
 /** Validates every option before anything touches the database. @internal */
@@ -142,6 +150,7 @@ export function normalizeLeaseWorkerOptions<Row>(options: LeaseWorkerOptions<Row
     listen: options.listen ?? true,
     logger: checkLogger(options.logger),
     migrationLines: Object.freeze([...(options.migrationLines ?? [])]),
+    telemetry: options.telemetry ?? { operation: 'process', destination: () => options.table.table },
   });
 }
 

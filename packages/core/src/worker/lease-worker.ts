@@ -149,6 +149,8 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
 
   async #begin(): Promise<void> {
     await this.#checkDatabase();
+    // with an OpenTelemetry SDK registered, every task claimed from now on is instrumented
+    await this.#runner.telemetryLoaded;
     if (this.#state !== 'running') return; // stop() began meanwhile, and cleans up
     await this.#listener?.start();
     if (this.#state !== 'running') return;

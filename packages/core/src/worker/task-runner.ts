@@ -6,6 +6,7 @@ import type { LeaseToken } from '../primitives.js';
 import { leaseExtendMany, type ExtendItem } from '../sql/lease-extend-many.js';
 import type { FinalizeResult } from '../sql/lease-finalize-many.js';
 import { tokenKey, type Claimed } from '../sql/lease-row.js';
+import { WorkerTelemetry, type TaskTelemetry } from '../telemetry/worker-telemetry.js';
 import { toReleased, type Transition } from '../transition.js';
 import { transitionFor } from '../transition-for.js';
 import { listened, safeEmit, type WorkerEventMap } from './events.js';
@@ -28,6 +29,8 @@ class Held<Row> {
   startedAt = 0;
   /** The handler is done and its fenced write is under way: that write's result decides. */
   writing = false;
+  /** Its span and figures, when an OpenTelemetry SDK is registered. */
+  tel: TaskTelemetry<Row> | undefined;
 
   constructor(
     readonly task: Claimed<Row>,
@@ -77,9 +80,19 @@ export class TaskRunner<Row> {
   /** Tasks whose life (handler, then fenced write) has not ended. */
   #lives = 0;
   #drained: (() => void)[] = [];
+  #tel: WorkerTelemetry<Row> | undefined;
+  /**
+   * Settles once the OpenTelemetry instrumentation is loaded (when an SDK is registered; the
+   * optional API is imported lazily). `start()` awaits it before the first claim.
+   */
+  readonly telemetryLoaded: Promise<void>;
 
   constructor(parts: TaskRunnerParts<Row>) {
     this.#p = parts;
+    this.telemetryLoaded = WorkerTelemetry.load(parts.options.table, parts.options.telemetry).then(
+      (tel) => void (this.#tel = tel),
+      (error: unknown) => parts.onError(toError(error)), // the SDK refused an instrument: run without
+    );
   }
 
   /** Tasks held now (buffered, running, or being finalized). */
@@ -122,6 +135,7 @@ export class TaskRunner<Row> {
   accept(task: Claimed<Row>): void {
     const h = new Held(task, this.#p.options.settingsFor(task));
     this.#held.set(h.key, h);
+    if (this.#tel !== undefined) h.tel = this.#tel.claimed(task);
     if (listened(this.#p.emitter, 'task:claimed')) safeEmit(this.#p.emitter, 'task:claimed', { task });
     if (!this.#p.running()) {
       h.abort.abort(new ShutdownError());
@@ -185,6 +199,7 @@ export class TaskRunner<Row> {
     } catch (error) {
       this.#p.onError(toError(error));
     } finally {
+      h.tel?.abandon(); // a write that failed outright: end the span all the same
       this.#held.delete(h.key);
       this.#p.onWritten(h.task);
       if (--this.#lives === 0) for (const resolve of this.#drained.splice(0)) resolve();
@@ -198,8 +213,11 @@ export class TaskRunner<Row> {
     h.startedAt = performance.now();
     const timeoutMs = h.settings.handlerTimeoutMs;
     const timer = timeoutMs === null ? undefined : setTimeout(() => h.abort.abort(new HandlerTimeoutError(timeoutMs)), timeoutMs);
+    const tel = h.tel;
+    tel?.start(h.startedAt, h.settings.leaseMs);
+    const handle = () => this.#p.options.handle(h.task, new Context(this, h));
     try {
-      await runUntilAborted(() => this.#p.options.handle(h.task, new Context(this, h)), h.abort);
+      await runUntilAborted(tel === undefined ? handle : () => tel.run(handle), h.abort);
       return NOTHING;
     } catch (error) {
       return error;
@@ -209,7 +227,9 @@ export class TaskRunner<Row> {
       // the slot is free now: hand it to a buffered task; the claim loop decides on a refill
       const next = this.#p.running() ? this.#shift() : undefined;
       if (next) void this.#life(next);
-      this.#p.onSlotFree(performance.now() - h.startedAt);
+      const ms = performance.now() - h.startedAt;
+      tel?.handled(ms);
+      this.#p.onSlotFree(ms);
     }
   }
 
@@ -217,7 +237,7 @@ export class TaskRunner<Row> {
     const { task, settings } = h;
     const threw = thrown !== NOTHING;
     const reason: unknown = h.abort.aborted ? h.abort.reason : undefined;
-    if (reason instanceof LeaseLostError) return; // reported when it was detected; write nothing
+    if (reason instanceof LeaseLostError) return h.tel?.settle('lease_lost', reason); // reported when detected; write nothing
     if (reason instanceof ShutdownError) {
       await this.#giveBack(h);
       return;
@@ -226,10 +246,12 @@ export class TaskRunner<Row> {
     const transition = transitionFor(outcome, task, settings.policy);
     if (transition === null) {
       this.leaseLost(task);
-      return;
+      return h.tel?.settle('lease_lost', h.abort.reason as Error);
     }
     const result = await this.#write(h, transition);
-    if (result.won) emitOutcome(this.#p.emitter, this.#p.log, task, outcome, transition, result.status, performance.now() - h.startedAt);
+    if (!result.won) return;
+    emitOutcome(this.#p.emitter, this.#p.log, task, outcome, transition, result.status, performance.now() - h.startedAt);
+    h.tel?.written(outcome, result.status, transition);
   }
 
   /** Writes a fenced transition; a refusal is reported as a lost lease. */
@@ -242,6 +264,7 @@ export class TaskRunner<Row> {
     if (!result.won) {
       const error = new LeaseLostError(h.task.id, h.task.leaseVersion, `finalize refused: task ${h.task.id} lease_version ${h.task.leaseVersion} moved on`);
       this.#reportLeaseLost(h.task, error);
+      h.tel?.settle('lease_lost', error);
     }
     return result;
   }
@@ -249,7 +272,9 @@ export class TaskRunner<Row> {
   /** Returns an unfinished task to pending, attempt refunded (the worker is stopping). */
   async #giveBack(h: Held<Row>): Promise<void> {
     const result = await this.#write(h, toReleased('released by a stopping worker'));
-    if (result.won) safeEmit(this.#p.emitter, 'task:released', { task: h.task });
+    if (!result.won) return;
+    safeEmit(this.#p.emitter, 'task:released', { task: h.task });
+    h.tel?.settle('released');
   }
 
   /** `ctx.extendLease()` of a running task. */
