@@ -101,6 +101,7 @@ describe('enqueue inside the application transaction', () => {
   });
 
   it('checks options before any SQL: ordered tasks need a groupKey; NaN priority and negative delay are refused', async () => {
+    // @ts-expect-error the types require the groupKey too (test/types); this checks the run-time guard
     await expect(enqueue(t.pool, ordered, { step: 1 })).rejects.toMatchObject({ code: 'CONFIG', option: 'groupKey' });
     await expect(enqueue(t.pool, greet, { name: 'x' }, { priority: Number.NaN })).rejects.toMatchObject({ option: 'priority' });
     await expect(enqueue(t.pool, greet, { name: 'x' }, { delay: -1 })).rejects.toMatchObject({ option: 'delay' });

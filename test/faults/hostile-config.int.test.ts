@@ -215,6 +215,7 @@ describe('hostile counts, priorities, owners and names', () => {
 
   it('enqueue refuses empty or non-string group and dedup keys, a missing group on an ordered task, and invalid dates', async () => {
     const ordered = defineTask<object>('ordered', { handler: handle, ordered: true });
+    // @ts-expect-error the types require the groupKey too (test/types); this checks the run-time guard
     await expectConfigError(() => enqueue(noSql, ordered, {}), 'groupKey');
     for (const key of ['', 5]) {
       await expectConfigError(() => enqueue(noSql, task, {}, { groupKey: key as string }), 'groupKey');

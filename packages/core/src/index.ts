@@ -18,6 +18,7 @@ export {
 } from './task/define-task.js';
 export type { EnqueueOptions } from './task/enqueue-options.js';
 export { enqueue, enqueueMany, type EnqueueItem } from './task/enqueue.js';
+export type { OrderedEnqueueOptions, EnqueueOptionsArg, EnqueueItemFor } from './task/enqueue-args.js';
 export type { InsertedTask } from './sql/task-insert-many.js';
 export { createWorker, type Worker, type WorkerOptions } from './task/create-worker.js';
 export { migrate, type MigrateOptions, type MigrateResult } from './migrate/migrator.js';
@@ -65,6 +66,7 @@ export type { CommitHook } from './worker/finalizer.js';
 export type { WorkerEventMap } from './worker/events.js';
 export type { ReapedRow } from './sql/lease-claim.js';
 export type { PoolCounts } from './worker/checkout-watch.js';
+export type { TelemetryNaming } from './telemetry/worker-telemetry.js';
 export {
   defineLeasedTable,
   taskTable,

@@ -4,7 +4,7 @@ import { INTEGER_RANGES } from '../input/limits.js';
 import { checkName } from '../input/text.js';
 import type { HandlerContext } from '../worker/handler-context.js';
 import { runSettings, type RunOptions, type RunSettings } from '../worker/settings.js';
-import type { EnqueueOptions } from './enqueue-options.js';
+import type { EnqueueOptionsArg } from './enqueue-args.js';
 
 /** Anything with a `parse(input)` that returns the payload or throws, e.g. a zod schema. */
 export interface PayloadValidator<P> {
@@ -34,7 +34,7 @@ export interface TaskContext<C = unknown> extends HandlerContext {
    * Enqueues a follow-up task that commits atomically with this task's completion: if this
    * task fails, or its lease is lost, the follow-up is never written.
    */
-  enqueue<Q>(task: TaskDefinition<Q>, payload: NoInfer<Q>, options?: EnqueueOptions): void;
+  enqueue<Q, O extends boolean = boolean>(task: TaskDefinition<Q, unknown, O>, payload: NoInfer<Q>, ...options: EnqueueOptionsArg<O>): void;
 }
 
 /** Options of {@link defineTask}. */
@@ -52,7 +52,7 @@ export interface TaskOptions<P, C = unknown> extends RunOptions {
 }
 
 /** A checked task definition: what `enqueue` and `createWorker` take. */
-export interface TaskDefinition<P, C = unknown> {
+export interface TaskDefinition<P, C = unknown, O extends boolean = boolean> {
   readonly name: string;
   // method syntax on purpose: a list of differently typed tasks is a TaskDefinition<unknown>[]
   /** Runs one task; what it throws decides the outcome (see {@link TaskOptions.handler}). */
@@ -60,7 +60,8 @@ export interface TaskDefinition<P, C = unknown> {
   readonly validate: PayloadValidator<P> | undefined;
   readonly maxAttempts: number;
   readonly priority: number;
-  readonly ordered: boolean;
+  /** Tasks of one `groupKey` run one at a time; `true` makes `enqueue` require a `groupKey`. */
+  readonly ordered: O;
   readonly settings: RunSettings;
 }
 
@@ -74,6 +75,10 @@ export interface TaskDefinition<P, C = unknown> {
  *   handler: async ({ to }, ctx) => mailer.send(to, { idempotencyKey: ctx.task.id }),
  * });
  */
+// an ordered task's definition says so in its type, so that enqueue requires its groupKey
+export function defineTask<P, C = unknown>(name: string, options: TaskOptions<P, C> & { ordered: true }): TaskDefinition<P, C, true>;
+export function defineTask<P, C = unknown>(name: string, options: TaskOptions<P, C> & { ordered?: false }): TaskDefinition<P, C, false>;
+export function defineTask<P, C = unknown>(name: string, options: TaskOptions<P, C>): TaskDefinition<P, C>;
 export function defineTask<P, C = unknown>(name: string, options: TaskOptions<P, C>): TaskDefinition<P, C> {
   checkName(name, 'name', 'the task name');
   if (typeof options?.handler !== 'function') {

@@ -10,6 +10,7 @@ import { taskInsertMany, type InsertedTask, type TaskInsert } from '../sql/task-
 import { otel, otelNow } from '../telemetry/otel-api.js';
 import { traceContextNow, type TraceContext } from '../telemetry/trace-headers.js';
 import type { TaskDefinition } from './define-task.js';
+import type { EnqueueItemFor, EnqueueOptionsArg } from './enqueue-args.js';
 import type { EnqueueOptions } from './enqueue-options.js';
 
 /** One task for {@link enqueueMany}. */
@@ -20,6 +21,7 @@ export interface EnqueueItem<P> extends Omit<EnqueueOptions, 'schema'> {
 /**
  * Adds a task. Pass the application's transaction (Kysely or `pg`) to make the task commit or
  * roll back with it. With a live `dedupKey` the existing task is returned (`inserted: false`).
+ * An ordered task (`ordered: true`) needs a `groupKey`, so its options are required.
  *
  * @example
  * await db.transaction().execute(async (trx) => {
@@ -27,13 +29,13 @@ export interface EnqueueItem<P> extends Omit<EnqueueOptions, 'schema'> {
  *   await enqueue(trx, sendWelcome, { userId: user.id });
  * });
  */
-export async function enqueue<P>(
+export async function enqueue<P, O extends boolean = boolean>(
   executor: Executor,
-  task: TaskDefinition<P>,
+  task: TaskDefinition<P, unknown, O>,
   payload: NoInfer<P>,
-  options: EnqueueOptions = {},
+  ...[options = {}]: EnqueueOptionsArg<O>
 ): Promise<InsertedTask> {
-  const [row] = await enqueueMany(executor, task, [{ ...options, payload }], { schema: options.schema });
+  const [row] = await enqueueMany<P, boolean>(executor, task, [{ ...options, payload }], { schema: options.schema });
   return row!;
 }
 
@@ -42,10 +44,10 @@ export async function enqueue<P>(
  * order; an item whose `dedupKey` is live, or repeats an earlier item's key, gets that task's id.
  * With OpenTelemetry active, each task carries the caller's trace context to its worker's span.
  */
-export async function enqueueMany<P>(
+export async function enqueueMany<P, O extends boolean = boolean>(
   executor: Executor,
-  task: TaskDefinition<P>,
-  items: readonly EnqueueItem<NoInfer<P>>[],
+  task: TaskDefinition<P, unknown, O>,
+  items: readonly EnqueueItemFor<NoInfer<P>, O>[],
   options: { schema?: string } = {},
 ): Promise<InsertedTask[]> {
   const table = taskTable(options.schema);
