@@ -72,6 +72,32 @@ describe('the operator', () => {
     await page.close();
   });
 
+  it('refreshes less often when counting takes long, and says why', async () => {
+    // the read-only dashboard refreshes at the default, every 5 s
+    const quick = await (await fetch(readOnly.url)).text();
+    expect(quick).toContain('hx-trigger="every 5s"');
+    expect(quick).not.toContain('counting took');
+    // hold the counts back: a lock the overview's statements wait for, for over a second
+    const client = await t.client();
+    await client.query('BEGIN');
+    await client.query('LOCK TABLE leasehold.task IN ACCESS EXCLUSIVE MODE');
+    const slow = fetch(readOnly.url).then((r) => r.text());
+    const waitedMs = async () => {
+      const { rows } = await client.query<{ ms: number | null }>(
+        `SELECT max(extract(epoch FROM clock_timestamp() - query_start) * 1000)::float8 AS ms FROM pg_stat_activity
+         WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%count(*)%'`);
+      return rows[0]!.ms ?? 0;
+    };
+    await expect.poll(waitedMs, { timeout: 20_000, interval: 100 }).toBeGreaterThan(1_500);
+    await client.query('COMMIT');
+    // ten times the counting time, in whole seconds: one open page keeps the database busy a tenth of the time at most
+    const html = await slow;
+    const seconds = Number(/hx-trigger="every (\d+)s"/.exec(html)?.[1]);
+    expect(seconds).toBeGreaterThanOrEqual(6);
+    expect(html).toContain(`refreshes every ${seconds}s (counting took `);
+    expect(html).toContain('; purging done rows makes it quicker)');
+  });
+
   it('filters the list by status and name through the form', async () => {
     await insertTasks(t.db, 4, { name: 'filter.a' });
     const dead = await deadTask('filter.a', 'boom');

@@ -57,7 +57,10 @@ export interface DashboardOptions {
    * dashboard, alice)`). @defaultValue nobody named
    */
   readonly actor?: (request: Request) => string | undefined | Promise<string | undefined>;
-  /** How often the overview refreshes itself, in ms. @defaultValue 5000 */
+  /**
+   * How often the overview refreshes itself, in ms; stretched to ten times the counting time when
+   * counting takes longer than a tenth of it (a huge, unpurged table). @defaultValue 5000
+   */
   readonly refreshIntervalMs?: number;
   /** Rows per page of the lists. @defaultValue 50 */
   readonly pageSize?: number;

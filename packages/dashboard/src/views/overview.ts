@@ -18,7 +18,10 @@ export interface TableOverview {
 export interface OverviewData {
   readonly tables: readonly TableOverview[];
   readonly at: Date;
+  /** The configured interval, or longer when counting took long. */
   readonly refreshIntervalMs: number;
+  /** How long counting took, in ms, when that stretched the interval; null otherwise. */
+  readonly slowMs: number | null;
 }
 
 const TITLES: Readonly<Record<TableKind, { heading: string; column: string; path: string }>> = {
@@ -36,7 +39,7 @@ export function overviewPage(ctx: PageContext, data: OverviewData): Html {
   const every = `every ${Math.round(data.refreshIntervalMs / 100) / 10}s`;
   return layout(ctx, 'overview', 'Overview', h`<h1>Overview</h1>
 <div id="live" hx-get="${ctx.base}/" hx-trigger="${every}" hx-select="#live" hx-ext="morph" hx-swap="morph">
-<p class="muted">Updated <time datetime="${data.at.toISOString()}" id="updated-at">${formatTime(data.at)}</time>, refreshes ${every}.</p>
+<p class="muted">Updated <time datetime="${data.at.toISOString()}" id="updated-at">${formatTime(data.at)}</time>, refreshes ${every}${data.slowMs === null ? '' : ` (counting took ${formatDuration(data.slowMs)}; purging done rows makes it quicker)`}.</p>
 ${data.tables.length === 0 ? h`<p class="notice">This schema has no leasehold tables: run <code>leasehold migrate</code>.</p>` : ''}
 ${data.tables.map((t) => tableSection(ctx, t))}
 </div>`);
