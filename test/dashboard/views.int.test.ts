@@ -85,6 +85,16 @@ describe('the task page', () => {
     await page.close();
   });
 
+  it('shows a task its trace id, from the trace context enqueue stored', async () => {
+    const [id] = await insertTasks(t.db, 1, { name: 'traced' });
+    await sql`UPDATE leasehold.task SET traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01', tracestate = 'vendor=1'
+              WHERE id = ${id}::bigint`.execute(t.db);
+    const page = await open(`/tasks/${id}`);
+    expect(await fact(page, 'Trace id')).toBe('0af7651916cd43dd8448eb211c80319c');
+    expect(await fact(page, 'tracestate')).toBe('vendor=1');
+    await page.close();
+  });
+
   it('shows an outbox message its trace id, from the traceparent header', async () => {
     const outbox = createOutbox();
     const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
