@@ -38,6 +38,7 @@ export function listPage(ctx: PageContext, data: ListData): Html {
   return layout(ctx, data.kind === 'task' ? 'tasks' : 'outbox', label.title, h`<h1>${label.title}</h1>
 ${data.extra ?? ''}
 ${filterForm(path, label.name, data.query)}
+${data.query.group === '' ? '' : h`<p class="muted">Finished rows of a group have no index, so this list looks for them a stretch of ids at a time; what waits or runs in <a href="${path}/group?${new URLSearchParams({ key: data.query.group })}">group ${data.query.group}</a>, in the order it will run, is on its page.</p>`}
 ${data.page === null ? h`<p class="notice">No rows yet.</p>` : results(ctx, path, data)}`);
 }
 
