@@ -1,6 +1,7 @@
 // The dashboard in a real browser (Debian's Chromium through playwright-core) against a real
 // PostgreSQL: what an operator does at 3 a.m., and what an attacker's strings and forged requests
 // must not do.
+import { get as httpGet } from 'node:http';
 import { createWorker, defineTask, isLeaseholdError } from '@leasehold/core';
 import { startDashboard, type RunningDashboard } from '@leasehold/dashboard';
 import { sql } from 'kysely';
@@ -200,6 +201,27 @@ describe('configuration', () => {
     const error = await startDashboard({ database: t.pool, host: '0.0.0.0', port: 0 }).catch((e: unknown) => e);
     expect(isLeaseholdError(error, 'CONFIG')).toBe(true);
     expect((error as Error).message).toMatch(/Refusing to listen on 0\.0\.0\.0 without `auth` or `token`/);
+  });
+
+  it('without auth or token, refuses requests through a proxy and requests for another host name', async () => {
+    const get = (headers: Record<string, string>) =>
+      new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const request = httpGet(dashboard.url, { headers }, (response) => {
+          let body = '';
+          response.setEncoding('utf8').on('data', (chunk: string) => (body += chunk));
+          response.on('end', () => resolve({ status: response.statusCode ?? 0, body }));
+        });
+        request.on('error', reject);
+      });
+    const port = new URL(dashboard.url).port;
+    expect((await get({ host: `localhost:${port}` })).status).toBe(200);
+    const proxied = await get({ 'x-forwarded-for': '203.0.113.9' });
+    expect(proxied.status).toBe(403);
+    expect(proxied.body).toContain('it does not answer requests that came through a proxy (x-forwarded-for)');
+    // a page on evil.example whose name now resolves to 127.0.0.1: its requests carry its own Host
+    const rebound = await get({ host: `evil.example:${port}` });
+    expect(rebound.status).toBe(403);
+    expect(rebound.body).toContain('answers requests for localhost or a loopback address only');
   });
 
   it('read-only: shows a dead task without retry / skip, and refuses a POST with a valid token', async () => {

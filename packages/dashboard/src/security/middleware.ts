@@ -4,7 +4,7 @@ import type { DashboardEnv } from '../env.js';
 import type { DashboardSettings } from '../options.js';
 import { dashboardTables } from '../sql/dashboard-tables.js';
 import { checkFetchSite, type CsrfTokens } from './csrf.js';
-import { isLoopbackAddress } from './loopback.js';
+import { loopbackRefusal } from './loopback.js';
 import { digestMatches, tokenMatches } from './token.js';
 
 /** Cookie names; scoped to the dashboard's path. */
@@ -28,8 +28,8 @@ export function securityHeaders(): MiddlewareHandler<DashboardEnv> {
 
 /**
  * Who may come in: the `token` (bearer header, or the login cookie), then the `auth` hook, both
- * when both are set; with neither, loopback peers only. A person without the token is sent to
- * the login page.
+ * when both are set; with neither, loopback peers only, asking for a loopback host, not through a
+ * proxy ({@link loopbackRefusal}). A person without the token is sent to the login page.
  */
 export function authenticate(settings: DashboardSettings): MiddlewareHandler<DashboardEnv> {
   const login = `${settings.basePath}/login`;
@@ -40,8 +40,9 @@ export function authenticate(settings: DashboardSettings): MiddlewareHandler<Das
       if (!ok) return c.req.method === 'GET' ? c.redirect(login, 303) : c.text('Sign in first.', 401);
     }
     if (settings.auth !== undefined && !(await settings.auth(c.req.raw))) return c.text('Not authorised.', 401);
-    if (settings.auth === undefined && settings.token === undefined && !isLoopbackAddress(c.env?.incoming?.socket?.remoteAddress)) {
-      return c.text('This dashboard has no auth configured: it answers loopback clients only.', 403);
+    if (settings.auth === undefined && settings.token === undefined) {
+      const refusal = loopbackRefusal(c.env?.incoming?.socket?.remoteAddress, c.req.raw.headers);
+      if (refusal !== null) return c.text(`This dashboard has no auth hook or token configured: ${refusal}.`, 403);
     }
     return next();
   };
