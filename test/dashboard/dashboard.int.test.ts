@@ -160,6 +160,22 @@ describe('the operator', () => {
     expect(stored.rows[0]!.resolution).toBe('retried: once (via the leasehold dashboard)');
     await page.close();
   });
+  it('retries every dead task of the dead-letter page at once, after confirming', async () => {
+    await Promise.all([deadTask('bulk.a', 'x'), deadTask('bulk.b', 'y'), deadTask('bulk.c', 'z')]);
+    const page = await open('/dead');
+    const section = page.locator('section', { has: page.getByRole('heading', { name: 'Dead tasks' }) });
+    const shown = await section.locator('tbody tr td:nth-child(2) a').allTextContents();
+    expect(shown.length).toBeGreaterThanOrEqual(3);
+    await section.getByLabel(`all ${shown.length} on this page`).check();
+    await section.getByLabel('Reason (kept on the row)').fill('the SMTP relay is back');
+    await section.getByRole('button', { name: 'Retry…' }).click();
+    await page.getByRole('heading', { name: `Retry ${shown.length} dead tasks?` }).waitFor();
+    await page.getByRole('button', { name: `Confirm: retry ${shown.length}` }).click();
+    await page.getByRole('heading', { name: `Retried ${shown.length}` }).waitFor();
+    const { rows } = await sql<{ status: string }>`SELECT status FROM leasehold.task WHERE id = ANY(${shown}::bigint[])`.execute(t.db);
+    expect(rows.map((r) => r.status)).toEqual(shown.map(() => 'pending'));
+    await page.close();
+  });
 });
 
 describe('hostile input', () => {

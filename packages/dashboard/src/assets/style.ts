@@ -54,6 +54,9 @@ button { background: var(--accent); color: var(--bg); border: 0; border-radius: 
 button.secondary { background: transparent; color: var(--accent); border: 1px solid var(--accent); }
 .actions { display: flex; gap: .6rem; align-items: center; flex-wrap: wrap; }
 form.resolve, form.confirm, form.login { display: grid; gap: .7rem; margin: .8rem 0; }
+fieldset.scope { border: 0; margin: 0; padding: 0; display: flex; flex-wrap: wrap; gap: .3rem 1.2rem; }
+fieldset.scope legend { font-size: .82rem; color: var(--muted); padding: 0; margin-bottom: .2rem; }
+fieldset.scope label { display: inline-flex; align-items: center; gap: .4rem; font-size: 1rem; color: var(--fg); margin: 0; }
 .callout { border: 1px solid var(--dead); border-left-width: 4px; border-radius: .4rem; padding: .2rem 1rem .6rem; margin: 0 0 1rem; }
 .callout h2 { margin-top: .6rem; color: var(--dead); }
 .notice { border-left: 4px solid var(--pending); padding: .5rem .8rem; background: var(--panel); }

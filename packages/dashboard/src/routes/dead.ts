@@ -53,7 +53,9 @@ async function asked(c: Context<DashboardEnv>): Promise<Asked> {
   if (!c.get('page').tables[kind]) throw badRequest(`This schema has no ${kind} table`);
   const action = one(body.action);
   if (action !== 'retry' && action !== 'skip') throw badRequest('Choose retry or skip');
-  return { kind, action, ids: parseIds(many(body.ids)), reason: parseReason(one(body.reason)) };
+  // the dead-letter page's form offers the ticked rows or every row it shows
+  const ids = one(body.scope) === 'page' ? many(body.pageIds) : many(body.ids);
+  return { kind, action, ids: parseIds(ids), reason: parseReason(one(body.reason)) };
 }
 
 async function confirm(c: Context<DashboardEnv>, deps: RouteDeps): Promise<Response> {

@@ -43,7 +43,7 @@ ${ctx.readOnly ? '' : h`<td><input type="checkbox" name="ids" value="${r.id}" fo
 <td class="error">${(r.lastError ?? '').slice(0, 300)}</td></tr>`)}</tbody>
 </table>
 </div>
-${resolveForm(ctx, s.kind, 'checkboxes', formId)}`}
+${resolveForm(ctx, s.kind, { ticked: true, pageIds: s.rows.map((r) => r.id) }, formId)}`}
 ${next === null ? '' : h`<nav class="pager" aria-label="Pages of ${NOUNS[s.kind].toLowerCase()}"><a href="${next}" rel="next">Next page »</a></nav>`}
 </section>`;
 }

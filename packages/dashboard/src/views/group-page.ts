@@ -40,6 +40,6 @@ function verdict(ctx: PageContext, path: string, g: GroupData, head: ListRow | u
   return h`<section class="callout" aria-labelledby="s-blocked"><h2 id="s-blocked">Blocked by its dead head</h2>
 <p>#${head.id} (${head.name}) died after ${head.attempts} attempt(s); ${waiting} row(s) wait behind it, in order, until a person retries or skips it.</p>
 <pre class="error-text">${head.lastError ?? ''}</pre>
-${resolveForm(ctx, g.kind, [head.id], 'resolve-head') ?? ''}
+${resolveForm(ctx, g.kind, { ids: [head.id] }, 'resolve-head') ?? ''}
 </section>`;
 }

@@ -9,7 +9,7 @@ export function rowPage(ctx: PageContext, row: RowView): Html {
   const id = String(row.raw.id);
   const noun = row.kind === 'task' ? 'Task' : 'Outbox message';
   const dead = row.raw.status === 'dead';
-  const actions = dead ? resolveForm(ctx, row.kind, [id], 'resolve-row') : null;
+  const actions = dead ? resolveForm(ctx, row.kind, { ids: [id] }, 'resolve-row') : null;
   return layout(ctx, row.kind === 'task' ? 'tasks' : 'outbox', `${noun} ${id}`, h`<h1>${noun} <span class="id">#${id}</span></h1>
 ${dead ? h`<section aria-labelledby="s-dead" class="callout"><h2 id="s-dead">This ${noun.toLowerCase()} is dead</h2>
 <p>Nothing retries it by itself. Retry it once its cause is fixed (it runs again, attempts reset), or skip it (it is marked done without running${row.raw.group_key ? ', and the next row of its group runs' : ''}).</p>
