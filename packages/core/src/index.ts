@@ -94,6 +94,11 @@ export { leaseDeadList, type DeadRow, type DeadFields, type DeadListPage } from 
 export { leaseRetryDeadMany, leaseSkipDeadMany, type DeadResolution } from './sql/lease-resolve-dead-many.js';
 export { leasePurgeDone } from './sql/lease-purge-done.js';
 
+// observability: per-queue figures, and OpenTelemetry metrics (see docs/observability.md)
+export { queueStats, type QueueStatsOptions } from './metrics/queue-stats.js';
+export { createQueueMetrics, type QueueMetrics, type QueueMetricsOptions } from './metrics/queue-metrics.js';
+export { METRICS, type MetricDefinition } from './metrics/metric-definitions.js';
+
 // lower-level primitives, for code that drives the lease itself
 export {
   claim,

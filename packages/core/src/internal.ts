@@ -47,6 +47,9 @@ export { CORE_MIGRATION_LINE } from './worker/core-migration-line.js';
 export { runSettings } from './worker/settings.js';
 export { MIGRATE_HINT, describeDatabaseError } from './worker/database-not-ready-error.js';
 
+// the queue gauges, for `leasehold stats --format prometheus`
+export { QUEUE_GAUGE_VALUES, queueAttributes, type QueueGauge } from './metrics/queue-gauges.js';
+
 // telemetry (OpenTelemetry, an optional peer dependency) for the publishers and the inbox
 export { currentTraceHeaders, TRACE_HEADERS } from './telemetry/trace-headers.js';
 export { withSpan, type SpanAttributes, type SpanHandle, type SpanKindName, type SpanOptions } from './telemetry/with-span.js';
