@@ -22,7 +22,9 @@ import type { PageContext } from './views/page-context.js';
  * then the static assets, then CSRF and the page context, then the pages.
  */
 export function dashboardApp(settings: DashboardSettings): DashboardApp {
-  const app = new Hono<DashboardEnv>().basePath(settings.basePath || '/');
+  // not strict: under a base path, its overview is both /admin/queues and /admin/queues/ (the
+  // links use the latter)
+  const app = new Hono<DashboardEnv>({ strict: false }).basePath(settings.basePath || '/');
   const deps = { settings, tables: leasedTables(settings.schema), outcomes: new IdempotencyStore<ResolutionOutcome>() };
   app.use('*', securityHeaders());
   app.use('*', authenticate(settings));
