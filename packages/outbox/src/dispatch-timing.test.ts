@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { isLeaseholdError } from '@leasehold/core';
-import { checkDispatchTiming, fittingBatch } from './dispatch-timing.js';
+import { checkDispatchTiming, heldLimit } from './dispatch-timing.js';
 
 describe('checkDispatchTiming', () => {
   it('accepts a batch whose worst case fits in the lease', () => {
@@ -26,24 +26,22 @@ describe('checkDispatchTiming', () => {
   });
 });
 
-describe('fittingBatch', () => {
-  it('is concurrency when that fits, else the largest batch that does', () => {
-    expect(fittingBatch(8, 5_000, 60_000)).toBe(8);
-    expect(fittingBatch(8, 10_000, 60_000)).toBe(5); // 6 × 10 s would equal the lease
-    expect(fittingBatch(8, 7_000, 60_000)).toBe(8);
-    expect(fittingBatch(8, 9_000, 60_000)).toBe(6);
+describe('heldLimit', () => {
+  it('gives each slot as many publish timeouts as fit strictly inside the lease', () => {
+    expect(heldLimit(8, 5_000, 60_000)).toBe(88); // 11 × 5 s < 60 s; 12 would equal it
+    expect(heldLimit(8, 10_000, 60_000)).toBe(40);
+    expect(heldLimit(8, 7_000, 60_000)).toBe(64);
+    expect(heldLimit(1, 59_999, 60_000)).toBe(1);
   });
 
-  it('always passes checkDispatchTiming while one publish fits in the lease', () => {
+  it('holds no more than the slots publish inside one lease, one after another, whatever the settings', () => {
     for (const concurrency of [1, 3, 8, 50]) {
       for (const timeout of [1, 999, 1_000, 7_001, 29_999, 30_000, 59_999]) {
-        const batch = fittingBatch(concurrency, timeout, 60_000);
-        expect(batch).toBeGreaterThanOrEqual(1);
-        expect(batch).toBeLessThanOrEqual(concurrency);
-        expect(() => checkDispatchTiming({ batch, publishTimeoutMs: timeout, leaseMs: 60_000 })).not.toThrow();
+        const held = heldLimit(concurrency, timeout, 60_000);
+        expect(held).toBeGreaterThanOrEqual(concurrency);
+        // the slot that publishes the most takes ceil(held / concurrency) timeouts
+        expect(Math.ceil(held / concurrency) * timeout).toBeLessThan(60_000);
       }
     }
-    expect(fittingBatch(8, 60_000, 60_000)).toBe(1);
-    expect(() => checkDispatchTiming({ batch: 1, publishTimeoutMs: 60_000, leaseMs: 60_000 })).toThrow();
   });
 });

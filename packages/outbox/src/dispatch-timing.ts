@@ -27,11 +27,15 @@ export function checkDispatchTiming({ batch, publishTimeoutMs, leaseMs }: Dispat
 }
 
 /**
- * The default batch: `concurrency`, lowered until `batch × publishTimeout` fits in the lease
- * (at least 1; {@link checkDispatchTiming} then reports a timeout that alone exceeds the lease).
+ * The most messages a dispatcher may hold at once (running, buffered, or being finalized) so that
+ * they all finish inside one lease even with heartbeats failing (a database outage): its slots
+ * publish them one after another, each using its whole timeout, so each slot gets as many
+ * publish timeouts as fit strictly inside the lease. The same rule as {@link checkDispatchTiming},
+ * for the buffer that the dispatcher's worker sizes itself instead of one fixed batch.
  * @internal
  */
-export function fittingBatch(concurrency: number, publishTimeoutMs: number, leaseMs: number): number {
+export function heldLimit(concurrency: number, publishTimeoutMs: number, leaseMs: number): number {
   // ceil(x) - 1 is the largest whole number strictly below x
-  return Math.max(1, Math.min(concurrency, Math.ceil(leaseMs / publishTimeoutMs) - 1));
+  const rounds = Math.max(1, Math.ceil(leaseMs / publishTimeoutMs) - 1);
+  return concurrency * rounds;
 }

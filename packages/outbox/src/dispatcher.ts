@@ -7,7 +7,7 @@ import {
   type WorkerLogger,
 } from '@leasehold/core';
 import { CORE_MIGRATION_LINE, parseDuration } from '@leasehold/core/internal';
-import { checkDispatchTiming, fittingBatch } from './dispatch-timing.js';
+import { checkDispatchTiming, heldLimit } from './dispatch-timing.js';
 import { MIGRATIONS } from './migrate/generated-migrations.js';
 import { toOutboxMessage } from './outbox-message.js';
 import { outboxTable, type OutboxRow } from './outbox-table.js';
@@ -29,11 +29,17 @@ export interface DispatcherOptions {
   /** Most publishes in flight at once. @defaultValue 8 */
   concurrency?: number;
   /**
-   * Most messages per claim statement; `batch × publishTimeout` must be shorter than `lease`.
-   * @defaultValue `concurrency`, lowered as far as needed to fit in the lease
+   * Most messages per claim statement, for experts; `batch × publishTimeout` must be shorter than
+   * `lease`. By default the dispatcher sizes its claims and its buffer of claimed messages itself
+   * (from the observed publish time), never holding more than its slots can publish inside one
+   * lease, each publish taking its whole timeout.
+   * @defaultValue sized by the dispatcher
    */
   batch?: number;
-  /** Lease per claimed message; `batch × publishTimeout` must be shorter. @defaultValue '60s' */
+  /**
+   * Lease per claimed message; one `publishTimeout` (or `batch` of them) must be shorter.
+   * @defaultValue '60s'
+   */
   lease?: Duration;
   /**
    * Time limit of one publish: then its signal aborts and the attempt counts as a retryable
@@ -90,9 +96,11 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
   const publishTimeout = options.publishTimeout ?? '5s';
   const leaseMs = parseDuration(lease, 'lease');
   const publishTimeoutMs = parseDuration(publishTimeout, 'publishTimeout');
-  const batch =
-    options.batch === undefined ? fittingBatch(concurrency, publishTimeoutMs, leaseMs) : checkCount(options.batch, 'batch');
-  checkDispatchTiming({ batch, publishTimeoutMs, leaseMs });
+  // one publish must fit in the lease; an expert's batch must fit as a whole (the article's rule)
+  const batch = options.batch === undefined ? undefined : checkCount(options.batch, 'batch');
+  checkDispatchTiming({ batch: batch ?? 1, publishTimeoutMs, leaseMs });
+  // the worker sizes its claims and buffer from the publish times, within what the lease covers
+  const maxPrefetch = heldLimit(concurrency, publishTimeoutMs, leaseMs) - concurrency;
   return createLeaseWorker<OutboxRow>({
     pool: options.pool,
     table: outboxTable(options.schema),
@@ -103,6 +111,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     owner: options.owner,
     concurrency,
     batch,
+    maxPrefetch,
     lease,
     pollInterval: options.pollInterval,
     names: options.eventTypes,
