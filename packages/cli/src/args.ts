@@ -26,6 +26,8 @@ export interface Invocation {
   /** `--schema`, validated. @defaultValue 'leasehold' */
   readonly schema: string;
   readonly json: boolean;
+  /** `stats --format`: a text table, or Prometheus' text format. @defaultValue 'text' */
+  readonly format: StatsFormat;
   readonly embedded: boolean;
   /** `--table`: restricts `dead …` and `purge` to one table. */
   readonly table: TableName | undefined;
@@ -49,6 +51,7 @@ const OPTIONS = {
   'database-url': { type: 'string' },
   schema: { type: 'string' },
   json: { type: 'boolean' },
+  format: { type: 'string' },
   embedded: { type: 'boolean' },
   table: { type: 'string' },
   limit: { type: 'string' },
@@ -72,7 +75,7 @@ const GLOBAL: readonly OptionName[] = ['database-url', 'schema', 'json', 'embedd
 // options each command accepts besides the global ones
 const ALLOWED: Readonly<Record<Command, readonly OptionName[]>> = {
   migrate: ['with-inbox'],
-  stats: [],
+  stats: ['format'],
   'dead list': ['table', 'limit'],
   'dead retry': ['table', 'all', 'reason'],
   'dead skip': ['table', 'reason'],
@@ -118,6 +121,7 @@ export function parseCommandLine(argv: readonly string[]): Invocation {
     databaseUrl: values['database-url'],
     schema: checked(() => validateIdentifier(values.schema ?? 'leasehold', 'schema'), '--schema'),
     json: values.json === true,
+    format: formatOf(values.format, values.json === true),
     embedded: values.embedded === true,
     table: tableOf(values.table),
     ids: Object.freeze([...rest]),
@@ -174,6 +178,19 @@ function checkPositionals(command: Command, rest: readonly string[], all: boolea
     return;
   }
   if (rest.length > 0) throw new UsageError(`unexpected argument "${rest[0]}" for "leasehold ${command}"`);
+}
+
+/** What `stats --format` accepts. */
+export const STATS_FORMATS = ['text', 'prometheus'] as const;
+
+/** One of {@link STATS_FORMATS}. */
+export type StatsFormat = (typeof STATS_FORMATS)[number];
+
+function formatOf(value: string | undefined, json: boolean): StatsFormat {
+  if (value === undefined) return 'text';
+  if (!(STATS_FORMATS as readonly string[]).includes(value)) throw new UsageError(`--format must be one of ${STATS_FORMATS.join(', ')}, got "${value}"`);
+  if (json) throw new UsageError('give either --json or --format, not both');
+  return value as StatsFormat;
 }
 
 function tableOf(value: string | undefined): TableName | undefined {

@@ -5,7 +5,8 @@ Usage: leasehold <command> [options]
 
 Commands:
   migrate [--with-inbox]          create or upgrade the task and outbox tables (and the inbox)
-  stats                           per queue: counts by status, oldest pending age, expired leases
+  stats [--format prometheus]     per queue: counts by status, oldest pending age, expired leases
+                                  (prometheus: the leasehold_queue_* gauges, for a textfile collector)
   watch [--interval 2s]           stats, refreshed until Ctrl-C
   dead list [--table t] [--limit 100]
                                   dead rows, oldest first, with their last error

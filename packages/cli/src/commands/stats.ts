@@ -2,6 +2,7 @@ import type pg from 'pg';
 import type { TableName } from '../args.js';
 import { EXIT_CODES } from '../exit-codes.js';
 import { formatAge } from '../format/age.js';
+import { renderPrometheus } from '../format/prometheus.js';
 import { renderTable } from '../format/table.js';
 import type { LeasedTables } from '../leased-tables.js';
 import { queueStats, type QueueStats } from '../sql/queue-stats.js';
@@ -56,9 +57,13 @@ export function renderStats(report: StatsReport): string {
   return renderTable(headers, rows, [2, 3, 4, 5, 6, 7]);
 }
 
-/** `leasehold stats`: counts by status, oldest pending age and expired leases, per queue. */
+/**
+ * `leasehold stats`: counts by status, oldest pending age and expired leases, per queue; with
+ * `--format prometheus` the queue gauges in Prometheus' text format.
+ */
 export const statsCommand: CommandHandler = async (ctx) => {
   const report = await readStats(ctx.pool, await ctx.tables());
-  ctx.io.out(ctx.invocation.json ? JSON.stringify(report) : renderStats(report));
+  const { json, format } = ctx.invocation;
+  ctx.io.out(json ? JSON.stringify(report) : format === 'prometheus' ? renderPrometheus(report) : renderStats(report));
   return EXIT_CODES.ok;
 };
