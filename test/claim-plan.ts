@@ -28,7 +28,13 @@ interface PlanNode {
  * cost follows only what it can take touches about `batch` rows per source, however many rows
  * wait behind a group's head or are scheduled for later.
  */
-export async function claimPlanReads(pool: pg.Pool, table: LeasedTable<unknown>, batch: number, names?: readonly string[]): Promise<ClaimPlanReads> {
+export async function claimPlanReads(
+  pool: pg.Pool,
+  table: LeasedTable<unknown>,
+  batch: number,
+  names?: readonly string[],
+  flows?: readonly string[],
+): Promise<ClaimPlanReads> {
   let statement: { text: string; values: unknown[] } | undefined;
   const recorder = {
     query: async (arg: string | { text: string; values?: unknown[] }, values?: unknown[]) => {
@@ -36,7 +42,7 @@ export async function claimPlanReads(pool: pg.Pool, table: LeasedTable<unknown>,
       return { rows: [], rowCount: 0 };
     },
   };
-  await leaseClaim(recorder, table, { owner: 'explain', batch, leaseMs: 60_000, names });
+  await leaseClaim(recorder, table, { owner: 'explain', batch, leaseMs: 60_000, names, flows });
   const client = await pool.connect();
   try {
     await client.query('BEGIN');

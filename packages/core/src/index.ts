@@ -55,6 +55,11 @@ export { CronRule } from './schedule/cron-rule.js';
 export { scheduleList, type ScheduleRow } from './sql/schedule-list.js';
 export { scheduleSetPaused } from './sql/schedule-set-paused.js';
 
+// flow control: limits on how many tasks run at once and start per period, across all workers
+export { defineLimit, type LimitDefinition, type LimitOptions, type RateOptions, type Rate } from './limits/define-limit.js';
+export type { LimitDeclaration } from './sql/limit-register-many.js';
+export { limitList, type LimitRow } from './sql/limit-list.js';
+
 // the worker runtime, for any leased table
 export { createLeaseWorker, LeaseWorker, type StopOptions } from './worker/lease-worker.js';
 export type { LeaseWorkerOptions, WorkerLogger } from './worker/lease-worker-options.js';

@@ -35,6 +35,7 @@ export { leaseExtendMany, type ExtendItem } from './sql/lease-extend-many.js';
 export { leaseLockGroups, leaseLockGroupsOfRows } from './sql/lease-lock-groups.js';
 export { leaseSettleGroups } from './sql/lease-settle-groups.js';
 export { taskInsertMany, type TaskInsert } from './sql/task-insert-many.js';
+export { limitRegisterMany, type LimitDeclaration } from './sql/limit-register-many.js';
 export { taskCheckpoint } from './sql/task-checkpoint.js';
 
 // migration lines of other packages, on core's migrator

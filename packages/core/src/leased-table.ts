@@ -26,6 +26,12 @@ export interface LeasedTable<Row = Record<string, unknown>> {
    * unfinished rows, which the group's producers and finishers lock (see `docs/ordering.md`).
    */
   readonly groupTable: string;
+  /**
+   * Validated name of the table's limit table (`<table>_limit`, see `docs/flow-control.md`) when
+   * its rows can run under limits (`flow`, `flow_key` columns): core's `task` table. Undefined
+   * for tables without them, whose claim is unchanged.
+   */
+  readonly limitTable?: string | undefined;
 }
 
 /** Options of {@link defineLeasedTable}. */
@@ -40,6 +46,8 @@ export interface LeasedTableOptions<Row> {
   extraColumns: readonly string[];
   /** Builds the table's row from those columns (`raw` is keyed by column name). */
   mapRow: (raw: Record<string, unknown>) => Row;
+  /** The table has the `flow` columns and a `<table>_limit` table. @defaultValue false */
+  limits?: boolean;
 }
 
 /**
@@ -52,6 +60,7 @@ export function defineLeasedTable<Row>(options: LeasedTableOptions<Row>): Leased
   const groupTable = validateIdentifier(`${table}_group`, 'table');
   const nameColumn = validateIdentifier(options.nameColumn, 'nameColumn');
   const extraColumns = options.extraColumns.map((c) => validateIdentifier(c, 'extraColumns'));
+  const limitTable = options.limits === true ? validateIdentifier(`${table}_limit`, 'table') : undefined;
   return Object.freeze({
     schema,
     table,
@@ -60,6 +69,7 @@ export function defineLeasedTable<Row>(options: LeasedTableOptions<Row>): Leased
     mapRow: options.mapRow,
     channel: `leasehold:${schema}.${table}`,
     groupTable,
+    limitTable,
   });
 }
 
@@ -89,6 +99,8 @@ export function taskTable(schema = 'leasehold'): LeasedTable<TaskRow> {
     table: 'task',
     nameColumn: 'name',
     extraColumns: ['name', 'payload', 'priority', 'group_key', 'dedup_key', 'checkpoint', 'traceparent', 'tracestate', 'available_at'],
+    // rows run under limits (core migration 7, docs/flow-control.md)
+    limits: true,
     mapRow: (raw) => ({
       name: raw.name as string,
       payload: raw.payload,

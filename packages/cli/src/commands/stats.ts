@@ -3,9 +3,11 @@ import type { TableName } from '../args.js';
 import { EXIT_CODES } from '../exit-codes.js';
 import { formatAge } from '../format/age.js';
 import { renderPrometheus } from '../format/prometheus.js';
+import { readLimits, renderLimits } from '../format/limits.js';
 import { renderTable } from '../format/table.js';
 import type { LeasedTables } from '../leased-tables.js';
 import { queueStats, type QueueStats } from '../sql/queue-stats.js';
+import type { LimitRow } from '@leasehold/core';
 import type { CommandHandler } from './context.js';
 
 /** `leasehold stats --json` output. */
@@ -18,6 +20,8 @@ export interface StatsReport {
     /** All queues of the table together. */
     readonly total: Omit<QueueStats, 'name'>;
   }>;
+  /** The task table's limits (`defineLimit`): bounds, running leases, starts in the window. */
+  readonly limits: readonly LimitRow[];
 }
 
 /** Reads the stats of every table of the schema. */
@@ -26,7 +30,8 @@ export async function readStats(pool: pg.Pool, tables: LeasedTables): Promise<St
     const queues = await queueStats(pool, leased);
     return { table, queues, total: totalOf(queues) };
   });
-  return { schema: tables.schema, tables: await Promise.all(read) };
+  const limits = tables.task === undefined ? [] : await readLimits(pool, tables.schema);
+  return { schema: tables.schema, tables: await Promise.all(read), limits };
 }
 
 function totalOf(queues: readonly QueueStats[]): Omit<QueueStats, 'name'> {
@@ -54,7 +59,8 @@ export function renderStats(report: StatsReport): string {
     if (queues.length > 1) rows.push(line('(all)', total));
   }
   const headers = ['TABLE', 'QUEUE', 'PENDING', 'PROCESSING', 'DONE', 'DEAD', 'OLDEST PENDING', 'EXPIRED LEASES'];
-  return renderTable(headers, rows, [2, 3, 4, 5, 6, 7]);
+  const queues = renderTable(headers, rows, [2, 3, 4, 5, 6, 7]);
+  return report.limits.length === 0 ? queues : `${queues}\n\n${renderLimits(report.limits)}`;
 }
 
 /**

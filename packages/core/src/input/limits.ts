@@ -60,6 +60,11 @@ export const INTEGER_RANGES = Object.freeze({
   batch: { min: 1, max: 10_000 },
   /** Handlers running at once. */
   concurrency: { min: 1, max: 10_000 },
+  /**
+   * Starts per period of a rate limit (`defineLimit`): the claim keeps each start of the window
+   * in the limit's row.
+   */
+  rateLimit: { min: 1, max: 10_000 },
   /** Claimed rows kept ready beyond the running ones. */
   prefetch: { min: 0, max: 10_000 },
   /** Rows deleted per statement by a purge. */

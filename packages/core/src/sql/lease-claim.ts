@@ -1,6 +1,7 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { LeasedTable } from '../leased-table.js';
 import { executeCached, type Executor } from './execute.js';
+import { limitClaimCtes, limitWriteCtes } from './lease-claim-limits.js';
 import { toClaimed, type Claimed } from './lease-row.js';
 import { LEASE_COLUMNS, tableRef } from './table-ref.js';
 
@@ -16,6 +17,18 @@ export interface LeaseClaimInput {
   readonly names?: readonly string[] | undefined;
   /** Lease per name, where it differs from `leaseMs`. */
   readonly leaseMsByName?: ReadonlyMap<string, number> | undefined;
+  /**
+   * Limits (`defineLimit` names) whose rows this claim may take, within their bounds; rows under
+   * any other limit are left alone. Only for a table with limits (`LeasedTable.limitTable`).
+   * @defaultValue none: only rows under no limit
+   */
+  readonly flows?: readonly string[] | undefined;
+  /**
+   * Most rows under limits to take, at most `batch`: a row claimed into a buffer would hold a
+   * slot, or have spent a start, while it waits. The worker passes its free handler slots.
+   * @defaultValue `batch`
+   */
+  readonly flowBatch?: number | undefined;
 }
 
 /** A row that reap moved to `dead` because its lease ran out on its last attempt. */
@@ -30,6 +43,16 @@ export interface LeaseClaimResult<Row> {
   readonly claimed: Claimed<Row>[];
   /** Rows the reap step sent to `dead`. */
   readonly reaped: ReapedRow[];
+  /**
+   * With `flows`: in how many ms a start of a rate that held rows back leaves its window (claim
+   * again then); null when no rate held anything back.
+   */
+  readonly waitMs: number | null;
+  /**
+   * With `flows`: rows under limits that were scheduled and became due, moved where the next
+   * claim can take them (claim again at once).
+   */
+  readonly promoted: number;
 }
 
 export const REAP_ERROR = 'lease expired after max attempts (worker crash?)';
@@ -59,7 +82,8 @@ export async function leaseClaim<Row>(
   const byName = input.leaseMsByName;
   const perName = byName !== undefined && byName.size > 0;
   const literal = isClaimSize(input.batch);
-  const key = `leaseClaim:${table.schema}.${table.table}:${literal ? input.batch : 'n'}:${input.names === undefined ? '' : 'names'}:${perName ? 'leases' : ''}`;
+  const flows = table.limitTable !== undefined && input.flows !== undefined && input.flows.length > 0;
+  const key = `leaseClaim:${table.schema}.${table.table}:${literal ? input.batch : 'n'}:${input.names === undefined ? '' : 'names'}:${perName ? 'leases' : ''}:${flows ? 'flows' : ''}`;
   const values = {
     owner: input.owner,
     batch: input.batch,
@@ -67,18 +91,27 @@ export async function leaseClaim<Row>(
     names: input.names === undefined ? [] : [...input.names],
     leaseNames: perName ? [...byName.keys()] : [],
     leaseValues: perName ? [...byName.values()] : [],
+    flows: flows ? [...input.flows!] : [],
+    flowBatch: Math.min(input.batch, input.flowBatch ?? input.batch),
   };
-  const shape = { table, limit: literal ? input.batch : undefined, names: input.names !== undefined, perName };
+  const shape = { table, limit: literal ? input.batch : undefined, names: input.names !== undefined, perName, flows };
   const rows = await executeCached<Record<string, unknown>, typeof values>(executor, key, (v) => claimStatement(shape, v), values);
   const claimed: Claimed<Row>[] = [];
   const reaped: ReapedRow[] = [];
+  let waitMs: number | null = null;
+  let promoted = 0;
   for (const raw of rows) {
-    if (raw.claimed) claimed.push(toClaimed(table, withLeaseFields(raw, input.owner)));
-    else reaped.push({ id: String(raw.id), leaseVersion: Number(raw.lease_version) });
+    if (raw.claimed === true) claimed.push(toClaimed(table, withLeaseFields(raw, input.owner)));
+    else if (raw.claimed === false) reaped.push({ id: String(raw.id), leaseVersion: Number(raw.lease_version) });
+    else {
+      // the limits' row (see claimStatement)
+      waitMs = raw.wait_ms === null ? null : Math.max(0, Number(raw.wait_ms));
+      promoted = Number(raw.promoted);
+    }
   }
   // RETURNING has no order; the design article sorts by id
   claimed.sort((a, b) => compareIds(a.id, b.id));
-  return { claimed, reaped };
+  return { claimed, reaped, waitMs, promoted };
 }
 
 /**
@@ -100,6 +133,8 @@ interface ClaimShape {
   readonly limit: number | undefined;
   readonly names: boolean;
   readonly perName: boolean;
+  /** Rows under limits too (the table has them and the claim serves some). */
+  readonly flows: boolean;
 }
 
 interface ClaimValues {
@@ -109,6 +144,8 @@ interface ClaimValues {
   readonly names: readonly string[];
   readonly leaseNames: readonly string[];
   readonly leaseValues: readonly number[];
+  readonly flows: readonly string[];
+  readonly flowBatch: number;
 }
 
 // Interpolates `v` only (see executeCached): everything that shapes the text is in `shape`.
@@ -121,8 +158,18 @@ function claimStatement(shape: ClaimShape, v: ClaimValues): RawBuilder<Record<st
                     WHERE x.name = ${sql.ref(`o.${table.nameColumn}`)}), ${v.leaseMs})`
     : sql`${v.leaseMs}`;
   const limit = shape.limit === undefined ? sql`${v.batch}` : sql.lit(shape.limit);
+  // rows under a limit are claimed only through the limit's own sources (lease-claim-limits.ts)
+  const unlimited = table.limitTable === undefined ? sql`` : sql`AND c.flow IS NULL`;
+  const flows = shape.flows ? limitClaimCtes({ table, t, limit, nameFilter, flows: sql`${v.flows}`, flowBatch: sql`${v.flowBatch}` }) : sql``;
+  const admitted = shape.flows ? sql`UNION ALL SELECT * FROM flow_taken` : sql``;
+  const written = shape.flows ? limitWriteCtes({ table }) : sql``;
+  const info = shape.flows
+    ? sql`UNION ALL
+      SELECT NULL AS claimed, ${nullColumns(table, true, true)},
+             (SELECT ms FROM flow_wait) AS wait_ms, (SELECT count(*) FROM flow_promoted) AS promoted`
+    : sql``;
   return sql<Record<string, unknown>>`
-      WITH doomed AS (
+      WITH ${shape.flows ? sql`RECURSIVE ` : sql``}doomed AS (
         SELECT id FROM ${t}
         WHERE status = 'processing' AND lease_until < now() AND attempts >= max_attempts
         FOR UPDATE SKIP LOCKED
@@ -133,7 +180,7 @@ function claimStatement(shape: ClaimShape, v: ClaimValues): RawBuilder<Record<st
         RETURNING r.id, r.lease_version
       ), ready AS (
         SELECT c.id, c.priority FROM ${t} AS c
-        WHERE c.status = 'pending' AND NOT c.blocked AND NOT c.scheduled
+        WHERE c.status = 'pending' AND NOT c.blocked AND NOT c.scheduled ${unlimited}
           -- written as due; only a clock stepped back could make it early
           AND c.available_at <= now() ${nameFilter}
         ORDER BY c.priority DESC, c.id
@@ -141,19 +188,19 @@ function claimStatement(shape: ClaimShape, v: ClaimValues): RawBuilder<Record<st
         FOR UPDATE SKIP LOCKED
       ), due AS (
         SELECT c.id, c.priority FROM ${t} AS c
-        WHERE c.status = 'pending' AND c.scheduled AND NOT c.blocked AND c.available_at <= now() ${nameFilter}
+        WHERE c.status = 'pending' AND c.scheduled AND NOT c.blocked ${unlimited} AND c.available_at <= now() ${nameFilter}
         ORDER BY c.available_at, c.id
         LIMIT ${limit}
         FOR UPDATE SKIP LOCKED
       ), expired AS (
         -- a crashed worker's row: lease expired, attempts left
         SELECT c.id, c.priority FROM ${t} AS c
-        WHERE c.status = 'processing' AND c.lease_until < now() AND c.attempts < c.max_attempts ${nameFilter}
+        WHERE c.status = 'processing' AND c.lease_until < now() AND c.attempts < c.max_attempts ${unlimited} ${nameFilter}
         ORDER BY c.lease_until, c.id
         LIMIT ${limit}
         FOR UPDATE SKIP LOCKED
-      ), picked AS (
-        SELECT id FROM (SELECT * FROM ready UNION ALL SELECT * FROM due UNION ALL SELECT * FROM expired) AS candidate
+      )${flows}, picked AS (
+        SELECT id FROM (SELECT * FROM ready UNION ALL SELECT * FROM due UNION ALL SELECT * FROM expired ${admitted}) AS candidate
         ORDER BY priority DESC, id
         LIMIT ${limit}
       ), claimed AS (
@@ -168,11 +215,12 @@ function claimStatement(shape: ClaimShape, v: ClaimValues): RawBuilder<Record<st
         -- from a table of some ten thousand was planned as a hash join over a scan of the whole
         -- table (5.8 against 2.6 ms for 250 rows of 20,000)
         WHERE o.id = ANY(ARRAY(SELECT id FROM picked))
-        RETURNING ${claimColumns(table)}
-      )
-      SELECT true AS claimed, claimed.* FROM claimed
+        RETURNING ${claimColumns(table, shape.flows)}
+      )${written}
+      SELECT true AS claimed, claimed.*${shape.flows ? sql`, NULL::float8 AS wait_ms, NULL::bigint AS promoted` : sql``} FROM claimed
       UNION ALL
-      SELECT false AS claimed, ${reapedColumns(table)} FROM reaped
+      SELECT false AS claimed, reaped.id, reaped.lease_version, ${nullColumns(table, false, shape.flows)}${shape.flows ? sql`, NULL::float8, NULL::bigint` : sql``} FROM reaped
+      ${info}
     `;
 }
 
@@ -183,7 +231,7 @@ function claimStatement(shape: ClaimShape, v: ClaimValues): RawBuilder<Record<st
  * their type and {@link withLeaseFields} fills them in: writing a Date or a string over a NULL
  * keeps the row object's shape (a number there would not).
  */
-function claimColumns(table: LeasedTable<unknown>): RawBuilder<unknown> {
+function claimColumns(table: LeasedTable<unknown>, flows: boolean): RawBuilder<unknown> {
   const o = (c: string) => sql.ref(`o.${c}`);
   const extra = table.extraColumns.filter((c) => !LEASE_COLUMNS.includes(c));
   return sql.join([
@@ -198,6 +246,8 @@ function claimColumns(table: LeasedTable<unknown>): RawBuilder<unknown> {
     ...extra.map(o),
     sql`date_part('epoch', o.lease_until) * 1000 AS lease_until_ms`,
     sql`date_part('epoch', o.created_at) * 1000 AS created_at_ms`,
+    // what the limits' bookkeeping needs (see lease-claim-limits.ts)
+    ...(flows ? [sql`o.flow`, sql`o.flow_key`] : []),
   ]);
 }
 
@@ -214,13 +264,12 @@ export function compareIds(a: string, b: string): number {
   return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
 }
 
-// The UNION needs the reaped branch to have the claimed branch's columns (see claimColumns);
-// only id and lease_version carry meaning there.
-function reapedColumns(table: LeasedTable<unknown>) {
+// The UNION needs the reaped branch (and the limits' row) to have the claimed branch's columns
+// (see claimColumns); only id and lease_version carry meaning there, and they come first.
+function nullColumns(table: LeasedTable<unknown>, withToken: boolean, flows: boolean) {
   const extra = table.extraColumns.filter((c) => !LEASE_COLUMNS.includes(c));
   return sql.join([
-    sql`reaped.id`,
-    sql`reaped.lease_version`,
+    ...(withToken ? [sql`NULL::bigint`, sql`NULL::bigint`] : []),
     sql`NULL::integer`,
     sql`NULL::integer`,
     sql`NULL::text`,
@@ -230,5 +279,6 @@ function reapedColumns(table: LeasedTable<unknown>) {
     ...extra.map(() => sql`NULL`),
     sql`NULL::float8`,
     sql`NULL::float8`,
+    ...(flows ? [sql`NULL::text`, sql`NULL::text`] : []),
   ]);
 }

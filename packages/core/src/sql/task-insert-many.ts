@@ -18,6 +18,10 @@ export interface TaskInsert {
   /** Absolute run-at time, or null for `now() + delayMs`. */
   readonly runAt: Date | null;
   readonly delayMs: number;
+  /** The limit the task runs under (`flow`), or null. @defaultValue null */
+  readonly flow?: string | null;
+  /** Its key under that limit ('' for a limit without per-key bounds). @defaultValue null */
+  readonly flowKey?: string | null;
   /** W3C trace context of the producer (see `traceContextNow`), carried to the worker's span. @defaultValue null */
   readonly traceparent?: string | null;
   /** @defaultValue null */
@@ -105,17 +109,18 @@ async function insertStatement(
                     ${rows.map((r) => r.priority)}::int[], ${rows.map((r) => r.groupKey)}::text[],
                     ${rows.map((r) => r.dedupKey)}::text[], ${rows.map((r) => r.maxAttempts)}::int[],
                     ${rows.map((r) => r.runAt)}::timestamptz[], ${rows.map((r) => r.delayMs)}::float8[],
-                    ${rows.map((r) => r.traceparent ?? null)}::text[], ${rows.map((r) => r.tracestate ?? null)}::text[])
-             WITH ORDINALITY AS u(name, payload, priority, group_key, dedup_key, max_attempts, run_at, delay_ms, traceparent, tracestate, n)
+                    ${rows.map((r) => r.traceparent ?? null)}::text[], ${rows.map((r) => r.tracestate ?? null)}::text[],
+                    ${rows.map((r) => r.flow ?? null)}::text[], ${rows.map((r) => r.flowKey ?? null)}::text[])
+             WITH ORDINALITY AS u(name, payload, priority, group_key, dedup_key, max_attempts, run_at, delay_ms, traceparent, tracestate, flow, flow_key, n)
       ), inserted AS (
         INSERT INTO ${t} AS t
-          (id, name, payload, priority, group_key, dedup_key, max_attempts, available_at, blocked, scheduled, traceparent, tracestate)
+          (id, name, payload, priority, group_key, dedup_key, max_attempts, available_at, blocked, scheduled, traceparent, tracestate, flow, flow_key)
           OVERRIDING SYSTEM VALUE
         SELECT i.id, i.name, i.payload, i.priority, i.group_key, i.dedup_key, i.max_attempts, a.at,
                -- an ordered row waits behind its group's head until settled
                i.group_key IS NOT NULL,
                a.at > now(),
-               i.traceparent, i.tracestate
+               i.traceparent, i.tracestate, i.flow, i.flow_key
         FROM input AS i CROSS JOIN LATERAL (SELECT coalesce(i.run_at, now() + i.delay_ms * interval '1 millisecond') AS at) AS a
         -- one canonical order of dedup keys for every producer: two batches that share keys
         -- take them in the same order, so neither waits for the other while holding one it needs

@@ -6,7 +6,11 @@ import { taskCheckpoint } from '../sql/task-checkpoint.js';
 import type { PgPoolLike } from '../sql/transaction.js';
 import { CORE_MIGRATION_LINE } from '../worker/core-migration-line.js';
 import type { HandlerContext } from '../worker/handler-context.js';
-import { createLeaseWorker, type LeaseWorker } from '../worker/lease-worker.js';
+import type { LeaseWorker } from '../worker/lease-worker.js';
+import { limitDeclarations } from '../limits/limit-declarations.js';
+import { createScheduler } from '../schedule/scheduler.js';
+import type { ScheduleDefinition } from '../schedule/define-schedule.js';
+import { TaskWorker } from './task-worker.js';
 import type { LeaseWorkerOptions } from '../worker/lease-worker-options.js';
 import type { TaskContext, TaskDefinition } from './define-task.js';
 import { prepareInserts, validatePayload } from './enqueue.js';
@@ -23,6 +27,11 @@ export type WorkerOptions = Pick<LeaseWorkerOptions<TaskRow>, RuntimeOptions> & 
   tasks: readonly TaskDefinition<unknown, unknown>[];
   /** Schema of the task table. @defaultValue 'leasehold' */
   schema?: string;
+  /**
+   * Schedules (`defineSchedule`) this worker fires while it runs: started with the worker,
+   * stopped with it. Their tasks may run on this worker or on others. @defaultValue none
+   */
+  schedules?: readonly ScheduleDefinition<unknown>[];
 };
 
 /** A worker for typed tasks; see {@link LeaseWorker} for its lifecycle and events. */
@@ -49,15 +58,22 @@ export function createWorker(options: WorkerOptions): Worker {
     if (byName.has(task.name)) throw new ConfigError('tasks', `Task "${task.name}" is listed twice`);
     byName.set(task.name, task);
   }
-  const { tasks: _tasks, schema, ...runtime } = options;
+  const { tasks: _tasks, schema, schedules, ...runtime } = options;
   const table = taskTable(schema);
+  // checked now, like the tasks: a schedule's mistakes fail here, not at start()
+  const scheduler =
+    schedules === undefined || schedules.length === 0
+      ? undefined
+      : (owner: string) => createScheduler({ pool: options.pool, schedules, schema, owner, logger: options.logger });
   const definition = (task: Claimed<TaskRow>) => byName.get(task.name)!;
   const pool = options.pool;
 
-  return createLeaseWorker<TaskRow>({
+  return new TaskWorker({
     ...runtime,
     table,
     names: [...byName.keys()],
+    // recorded at start(); the claim keeps the tasks within them
+    limits: limitDeclarations([...byName.values()]),
     lease: Math.max(...[...byName.values()].map((d) => d.settings.leaseMs)),
     leaseMsByName: new Map([...byName].map(([name, d]) => [name, d.settings.leaseMs])),
     settingsFor: (task) => definition(task).settings,
@@ -76,7 +92,7 @@ export function createWorker(options: WorkerOptions): Worker {
       const payload = validatePayload(def, task.payload);
       await def.handler(payload, new Context(pool, table, task, ctx, schema));
     },
-  });
+  }, scheduler);
 }
 
 /**

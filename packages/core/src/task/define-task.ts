@@ -2,6 +2,7 @@ import { ConfigError } from '../errors.js';
 import { checkInteger } from '../input/integer.js';
 import { INTEGER_RANGES } from '../input/limits.js';
 import { checkName } from '../input/text.js';
+import { isLimitDefinition, type LimitDefinition } from '../limits/define-limit.js';
 import type { HandlerContext } from '../worker/handler-context.js';
 import { runSettings, type RunOptions, type RunSettings } from '../worker/settings.js';
 import type { EnqueueOptionsArg } from './enqueue-args.js';
@@ -49,6 +50,12 @@ export interface TaskOptions<P, C = unknown> extends RunOptions {
   priority?: number;
   /** Tasks of one `groupKey` run one at a time in enqueue order; `enqueue` then requires a `groupKey`. @defaultValue false */
   ordered?: boolean;
+  /**
+   * The limit (`defineLimit`) its tasks run under, alone or with other task types: how many run
+   * at once and start per period across all workers. A keyed limit makes `enqueue` require a
+   * `limitKey`. @defaultValue none
+   */
+  limit?: LimitDefinition;
 }
 
 /** A checked task definition: what `enqueue` and `createWorker` take. */
@@ -62,6 +69,8 @@ export interface TaskDefinition<P, C = unknown, O extends boolean = boolean> {
   readonly priority: number;
   /** Tasks of one `groupKey` run one at a time; `true` makes `enqueue` require a `groupKey`. */
   readonly ordered: O;
+  /** The limit its tasks run under, or null. */
+  readonly limit: LimitDefinition | null;
   readonly settings: RunSettings;
 }
 
@@ -87,6 +96,9 @@ export function defineTask<P, C = unknown>(name: string, options: TaskOptions<P,
   if (options.validate !== undefined && typeof options.validate.parse !== 'function') {
     throw new ConfigError('validate', `Expected \`validate\` of task "${name}" to have a parse(input) method`);
   }
+  if (options.limit !== undefined && !isLimitDefinition(options.limit)) {
+    throw new ConfigError('limit', `Expected \`limit\` of task "${name}" to be made by defineLimit()`);
+  }
   return Object.freeze({
     name,
     handler: options.handler,
@@ -94,6 +106,7 @@ export function defineTask<P, C = unknown>(name: string, options: TaskOptions<P,
     maxAttempts: checkInteger(options.maxAttempts ?? 12, 'maxAttempts', INTEGER_RANGES.maxAttempts),
     priority: checkInteger(options.priority ?? 0, 'priority', INTEGER_RANGES.priority),
     ordered: options.ordered ?? false,
+    limit: options.limit ?? null,
     settings: runSettings(options),
   });
 }

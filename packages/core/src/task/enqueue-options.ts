@@ -14,6 +14,12 @@ export interface EnqueueOptions {
   groupKey?: string;
   /** While a task of this name with this key is pending or running, return it instead of adding one. */
   dedupKey?: string;
+  /**
+   * The key the task's limit counts it under (`concurrencyPerKey`, `ratePerKey` of
+   * `defineLimit`): a tenant, an API account. Required when the task's limit is keyed, refused
+   * otherwise.
+   */
+  limitKey?: string;
   /** @defaultValue the task's `maxAttempts` */
   maxAttempts?: number;
 }

@@ -99,6 +99,7 @@ function toInsert<P>(task: TaskDefinition<P>, item: EnqueueItem<P>, trace: Trace
     maxAttempts: item.maxAttempts === undefined ? task.maxAttempts : checkInteger(item.maxAttempts, 'maxAttempts', INTEGER_RANGES.maxAttempts),
     runAt: checkRunAt(item.runAt),
     delayMs: item.delay === undefined ? 0 : parseDuration(item.delay, 'delay', { allowZero: true, max: MAX_DELAY_MS }),
+    ...flowOf(task, item.limitKey),
     traceparent: trace?.traceparent ?? null,
     tracestate: trace?.tracestate ?? null,
   };
@@ -112,6 +113,21 @@ function payloadText(task: TaskDefinition<unknown>, payload: unknown): string {
   } catch (error) {
     throw new PayloadValidationError(task.name, error);
   }
+}
+
+/** The limit a task runs under and its key (see `defineLimit`), checked against the task's limit. */
+function flowOf(task: TaskDefinition<unknown>, limitKey: unknown): { flow: string | null; flowKey: string | null } {
+  const limit = task.limit ?? null;
+  if (limit === null) {
+    if (limitKey !== undefined) throw new ConfigError('limitKey', `Task "${task.name}" runs under no limit: \`limitKey\` has nothing to count`);
+    return { flow: null, flowKey: null };
+  }
+  if (!limit.keyed) {
+    if (limitKey !== undefined) throw new ConfigError('limitKey', `Limit "${limit.name}" of task "${task.name}" has no per-key bound: \`limitKey\` has nothing to count`);
+    return { flow: limit.name, flowKey: '' };
+  }
+  if (limitKey === undefined) throw new ConfigError('limitKey', `Limit "${limit.name}" of task "${task.name}" counts per key: enqueue needs a \`limitKey\``);
+  return { flow: limit.name, flowKey: checkKey(limitKey, 'limitKey') };
 }
 
 function checkRunAt(runAt: unknown): Date | null {

@@ -8,6 +8,7 @@ import type { NormalizedLeaseWorkerOptions } from './lease-worker-options.js';
 import type { TaskRunner } from './task-runner.js';
 import type { TrackedPool } from './tracked-pool.js';
 import type { WakeGuard } from './wake-guard.js';
+import { RateWake } from './rate-wake.js';
 import type { Wakeup } from './wakeup.js';
 import type { WorkerLog } from './worker-log.js';
 
@@ -23,6 +24,8 @@ export interface ClaimLoopParts<Row> {
   readonly wakeup: Wakeup;
   readonly log: WorkerLog;
   readonly emitter: EventEmitter<WorkerEventMap<Row>>;
+  /** The limits its claims take rows under (recorded at start; see `limitRegisterMany`). */
+  readonly flows: () => readonly string[] | undefined;
   /** The loop runs while this is true. */
   readonly running: () => boolean;
   readonly onError: (error: Error) => void;
@@ -37,6 +40,16 @@ export interface ClaimLoopParts<Row> {
  * @internal
  */
 export async function claimLoop<Row>(parts: ClaimLoopParts<Row>): Promise<void> {
+  // a rate that held rows back: wake when its window allows the next start, not by polling
+  const rateWake = new RateWake(parts.wakeup);
+  try {
+    await claimWhileRunning(parts, rateWake);
+  } finally {
+    rateWake.clear();
+  }
+}
+
+async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>, rateWake: RateWake): Promise<void> {
   const { options: o, runner, wakeup, emitter } = parts;
   let failures = 0;
   let idle = false;
@@ -49,6 +62,9 @@ export async function claimLoop<Row>(parts: ClaimLoopParts<Row>): Promise<void> 
       continue;
     }
     let claimed: Claimed<Row>[];
+    let promoted: number;
+    // rows under limits only for free slots: buffered, one would hold a slot or a spent start
+    const flowBatch = o.concurrency - runner.running - runner.buffered;
     try {
       const result = await leaseClaim(parts.db, o.table, {
         owner: o.owner,
@@ -56,11 +72,15 @@ export async function claimLoop<Row>(parts: ClaimLoopParts<Row>): Promise<void> 
         leaseMs: o.settings.leaseMs,
         names: o.names,
         leaseMsByName: o.leaseMsByName,
+        flows: flowBatch > 0 ? parts.flows() : undefined,
+        flowBatch,
       });
       failures = 0;
       parts.log.reachable();
       for (const reaped of result.reaped) safeEmit(emitter, 'task:reaped', reaped);
       claimed = result.claimed;
+      promoted = result.promoted;
+      if (result.waitMs !== null) rateWake.in(result.waitMs);
     } catch (error) {
       parts.onError(toError(error));
       parts.guard.disarm();
@@ -72,7 +92,8 @@ export async function claimLoop<Row>(parts: ClaimLoopParts<Row>): Promise<void> 
     }
     if (claimed.length > 0) idle = false;
     for (const task of claimed) runner.accept(task);
-    if (claimed.length === want) {
+    // a full batch, or rows under a limit that just became due (the next claim can take them)
+    if (claimed.length === want || promoted > 0) {
       parts.guard.disarm();
       continue; // there may be more waiting
     }

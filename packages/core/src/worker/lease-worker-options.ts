@@ -6,6 +6,7 @@ import type { LeasedTable } from '../leased-table.js';
 import type { MigrationLine } from '../migrate/migrator.js';
 import { checkOwner } from '../primitives.js';
 import type { Claimed } from '../sql/lease-row.js';
+import type { LimitDeclaration } from '../sql/limit-register-many.js';
 import type { TelemetryNaming } from '../telemetry/worker-telemetry.js';
 import type { PgPoolLike } from '../sql/transaction.js';
 import { AUTO_PREFETCH_MAX } from './claim-sizing.js';
@@ -78,6 +79,14 @@ export interface LeaseWorkerOptions<Row> extends RunOptions {
    */
   migrationLines?: readonly MigrationLine[];
   /**
+   * The limits (`defineLimit`) this worker's rows run under, with the names that run under each:
+   * recorded at `start()` (a bound changed in code applies from then on, to every worker), and
+   * claimed within. Only for a table with limits (`LeasedTable.limitTable`). `createWorker` passes
+   * its tasks'. @defaultValue none (rows under a limit recorded for one of `names` are still
+   * claimed within it)
+   */
+  limits?: readonly LimitDeclaration[];
+  /**
    * How the worker's OpenTelemetry spans and metrics name its rows, when an SDK is registered
    * (see docs/observability.md). `createWorker` and the outbox dispatcher pass their own.
    * @defaultValue operation `process`, destination the table's name, no stored trace context
@@ -106,6 +115,7 @@ export interface NormalizedLeaseWorkerOptions<Row> {
   readonly listen: boolean;
   readonly logger: WorkerLogger | null;
   readonly migrationLines: readonly MigrationLine[];
+  readonly limits: readonly LimitDeclaration[];
   readonly telemetry: TelemetryNaming<Row>;
 }
 
@@ -150,8 +160,17 @@ export function normalizeLeaseWorkerOptions<Row>(options: LeaseWorkerOptions<Row
     listen: options.listen ?? true,
     logger: checkLogger(options.logger),
     migrationLines: Object.freeze([...(options.migrationLines ?? [])]),
+    limits: checkLimits(options),
     telemetry: options.telemetry ?? { operation: 'process', destination: () => options.table.table },
   });
+}
+
+function checkLimits<Row>(options: LeaseWorkerOptions<Row>): readonly LimitDeclaration[] {
+  const limits = options.limits ?? [];
+  if (limits.length > 0 && options.table.limitTable === undefined) {
+    throw new ConfigError('limits', `Table ${options.table.schema}.${options.table.table} has no limit table: its rows cannot run under limits`);
+  }
+  return Object.freeze([...limits]);
 }
 
 function checkLogger(logger: WorkerLogger | null | undefined): WorkerLogger | null {

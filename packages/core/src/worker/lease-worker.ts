@@ -9,6 +9,7 @@ import { Finalizer } from './finalizer.js';
 import { Heartbeat } from './heartbeat.js';
 import { normalizeLeaseWorkerOptions, type LeaseWorkerOptions, type NormalizedLeaseWorkerOptions } from './lease-worker-options.js';
 import { Listener } from './listener.js';
+import { limitRegisterMany } from '../sql/limit-register-many.js';
 import { settlesBy } from './settles-by.js';
 import { TaskRunner } from './task-runner.js';
 import { TrackedPool } from './tracked-pool.js';
@@ -56,6 +57,8 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
   readonly #listener: Listener | undefined;
   readonly #log: WorkerLog;
   #state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
+  /** The limits this worker claims rows under, once recorded at start. */
+  #flows: readonly string[] | undefined;
   #starting: Promise<void> | undefined;
   #loop: Promise<void> | undefined;
   #stopping: Promise<void> | undefined;
@@ -92,9 +95,11 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
         if (this.#runner.buffered <= this.#sizing.lowWater) this.#wakeup.wake();
       },
       onWritten: (task) => {
-        // the next task of an ordered group becomes claimable only now; and a write that held
-        // back claims (see ClaimSizing.want) frees capacity
-        if (task.groupKey !== null || this.#runner.writing >= o.concurrency + this.#sizing.prefetch) this.#wakeup.wake();
+        // the next task of an ordered group becomes claimable only now, as does a slot of a
+        // limit (when the worker claims under any); and a write that held back claims (see
+        // ClaimSizing.want) frees capacity
+        const held = task.groupKey !== null || (this.#flows !== undefined && this.#flows.length > 0);
+        if (held || this.#runner.writing >= o.concurrency + this.#sizing.prefetch) this.#wakeup.wake();
       },
       running: this.#running,
       onError: (error) => this.#error(error),
@@ -152,6 +157,8 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
     // with an OpenTelemetry SDK registered, every task claimed from now on is instrumented
     await this.#runner.telemetryLoaded;
     if (this.#state !== 'running') return; // stop() began meanwhile, and cleans up
+    await this.#registerLimits();
+    if (this.#state !== 'running') return;
     await this.#listener?.start();
     if (this.#state !== 'running') return;
     this.#heartbeat.start();
@@ -172,10 +179,21 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
       wakeup: this.#wakeup,
       log: this.#log,
       emitter: this,
+      flows: () => this.#flows,
       running: this.#running,
       onError: (error) => this.#error(error),
     });
     safeEmit(this, 'worker:started', { owner: this.owner });
+  }
+
+  /**
+   * Records the limits of this worker's rows (a bound changed in code applies from now on) and
+   * learns which limits its claims take rows under (see `limitRegisterMany`).
+   */
+  async #registerLimits(): Promise<void> {
+    const { table, limits, names } = this.#o;
+    if (table.limitTable === undefined) return;
+    this.#flows = await limitRegisterMany(this.#db, table, this.owner, limits, names ?? []);
   }
 
   async #checkDatabase(): Promise<void> {

@@ -1,0 +1,212 @@
+// Flow control in the claim (issue 14, docs/flow-control.md), one claim at a time: a limit's
+// bounds in all and per key, its rate's sliding window, and how slots free — a fenced finalize,
+// a retry, an expired lease. Concurrency across processes is limits-processes.int.test.ts's.
+import { sql } from 'kysely';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { defineLimit, defineTask, enqueueMany, taskTable, type LimitDefinition, type TaskDefinition } from '@leasehold/core';
+import { leaseClaim, leaseFinalizeMany, limitRegisterMany, toDone, toRetry } from '@leasehold/core/internal';
+import { useTestDatabase } from '../fixtures.js';
+
+const t = useTestDatabase();
+const table = taskTable();
+
+beforeEach(async () => {
+  await sql`TRUNCATE leasehold.task, leasehold.task_group, leasehold.task_limit`.execute(t.db);
+});
+
+function taskUnder(name: string, limit: LimitDefinition): TaskDefinition<{ n: number }> {
+  return defineTask<{ n: number }>(name, { limit, handler: () => {} });
+}
+
+async function register(limit: LimitDefinition, names: string[]): Promise<string[]> {
+  return limitRegisterMany(t.pool, table, 'test', [{ limit, taskNames: names }], names);
+}
+
+async function claimUnder(flows: string[], batch = 16, leaseMs = 60_000) {
+  return leaseClaim(t.pool, table, { owner: 'test', batch, leaseMs, flows });
+}
+
+async function finish(rows: readonly { id: string; leaseVersion: number }[], to = toDone()) {
+  return leaseFinalizeMany(t.pool, table, rows.map((r) => ({ id: r.id, leaseVersion: r.leaseVersion, transition: to, groupKey: null })));
+}
+
+const items = (n: number, key?: (i: number) => string) => Array.from({ length: n }, (_, i) => ({ payload: { n: i }, ...(key ? { limitKey: key(i) } : {}) }));
+
+describe('a concurrency limit', () => {
+  it('holds the claim to N leases at once; a finished task frees its slot', async () => {
+    const limit = defineLimit('api', { concurrency: 2 });
+    const task = taskUnder('call-api', limit);
+    expect(await register(limit, ['call-api'])).toEqual(['api']);
+    await enqueueMany(t.pool, task, items(5));
+
+    const first = await claimUnder(['api']);
+    expect(first.claimed).toHaveLength(2);
+    expect((await claimUnder(['api'])).claimed).toHaveLength(0);
+    await finish(first.claimed.slice(0, 1));
+    const next = await claimUnder(['api']);
+    expect(next.claimed).toHaveLength(1);
+    // a retry also leaves processing: its slot frees, and it waits again like any other row
+    await finish(next.claimed, toRetry(0, 'flaky'));
+    expect((await claimUnder(['api'])).claimed).toHaveLength(1);
+  });
+
+  it('rows under a limit are left alone by a claim that does not serve it', async () => {
+    const limit = defineLimit('api', { concurrency: 5 });
+    const limited = taskUnder('limited', limit);
+    const free = defineTask<{ n: number }>('free', { handler: () => {} });
+    await register(limit, ['limited']);
+    await enqueueMany(t.pool, limited, items(3));
+    await enqueueMany(t.pool, free, items(3));
+    const plain = await leaseClaim(t.pool, table, { owner: 'test', batch: 16, leaseMs: 60_000 });
+    expect(plain.claimed.map((c) => c.name)).toEqual(['free', 'free', 'free']);
+    const served = await claimUnder(['api']);
+    expect(served.claimed.map((c) => c.name)).toEqual(['limited', 'limited', 'limited']);
+  });
+
+  it('an expired lease frees its slot: the crashed worker\'s task runs again within the limit', async () => {
+    const limit = defineLimit('api', { concurrency: 1 });
+    const task = taskUnder('call-api', limit);
+    await register(limit, ['call-api']);
+    await enqueueMany(t.pool, task, items(2));
+    const [crashed] = (await claimUnder(['api'])).claimed;
+    expect((await claimUnder(['api'])).claimed).toHaveLength(0);
+    await sql`UPDATE leasehold.task SET lease_until = now() - interval '1 s' WHERE id = ${crashed!.id}`.execute(t.db);
+    const again = await claimUnder(['api']);
+    // one slot: the expired row and the other pending row compete for it, by id
+    expect(again.claimed.map((c) => [c.id, c.leaseVersion])).toEqual([[crashed!.id, 2]]);
+    expect((await claimUnder(['api'])).claimed).toHaveLength(0);
+    // the stale holder is refused by the fence and frees nothing
+    expect((await finish([crashed!]))[0]!.won).toBe(false);
+    expect((await claimUnder(['api'])).claimed).toHaveLength(0);
+  });
+
+  it('a new bound applies at the next registration', async () => {
+    const task = taskUnder('call-api', defineLimit('api', { concurrency: 1 }));
+    await register(defineLimit('api', { concurrency: 1 }), ['call-api']);
+    await enqueueMany(t.pool, task, items(5));
+    expect((await claimUnder(['api'])).claimed).toHaveLength(1);
+    await register(defineLimit('api', { concurrency: 3 }), ['call-api']);
+    expect((await claimUnder(['api'])).claimed).toHaveLength(2);
+  });
+});
+
+describe('a per-key limit', () => {
+  it('holds each key to K leases; other keys are not held back by a full one', async () => {
+    const limit = defineLimit('tenant', { concurrencyPerKey: 2 });
+    const task = taskUnder('sync', limit);
+    await register(limit, ['sync']);
+    await enqueueMany(t.pool, task, items(10, () => 'slow'));
+    await enqueueMany(t.pool, task, items(6, (i) => `k${i % 3}`));
+    const first = await claimUnder(['tenant'], 64);
+    const perKey = async () => {
+      const { rows } = await sql<{ flow_key: string; n: string }>`
+        SELECT flow_key, count(*) AS n FROM leasehold.task WHERE status = 'processing' GROUP BY 1 ORDER BY 1`.execute(t.db);
+      return Object.fromEntries(rows.map((r) => [r.flow_key, Number(r.n)]));
+    };
+    expect(first.claimed).toHaveLength(8);
+    expect(await perKey()).toEqual({ k0: 2, k1: 2, k2: 2, slow: 2 });
+    expect((await claimUnder(['tenant'], 64)).claimed).toHaveLength(0);
+    const slow = first.claimed.find((c) => c.id === first.claimed.map((x) => x.id).sort()[0])!;
+    await finish([slow]);
+    const next = await claimUnder(['tenant'], 64);
+    expect(next.claimed).toHaveLength(1);
+  });
+
+  it('enqueue needs a limitKey under a keyed limit, and refuses one otherwise', async () => {
+    const keyed = taskUnder('keyed', defineLimit('tenant', { concurrencyPerKey: 1 }));
+    const plain = taskUnder('plain', defineLimit('api', { concurrency: 1 }));
+    await expect(enqueueMany(t.pool, keyed, [{ payload: { n: 1 } }])).rejects.toMatchObject({ code: 'CONFIG', option: 'limitKey' });
+    await expect(enqueueMany(t.pool, plain, [{ payload: { n: 1 }, limitKey: 'a' }])).rejects.toMatchObject({ code: 'CONFIG', option: 'limitKey' });
+  });
+});
+
+describe('a rate limit', () => {
+  it('starts at most M per period, paced over it; the claim says when the next may start', async () => {
+    // 20 an hour: one every 3 minutes on average, at most 3 at once (a tenth of 20, plus one)
+    const limit = defineLimit('api', { rate: { limit: 20, period: '1h' } });
+    const task = taskUnder('call-api', limit);
+    await register(limit, ['call-api']);
+    await enqueueMany(t.pool, task, items(30));
+    const first = await claimUnder(['api']);
+    expect(first.claimed).toHaveLength(3);
+    // finishing frees no start: a rate counts starts, not running tasks
+    await finish(first.claimed);
+    const second = await claimUnder(['api']);
+    expect(second.claimed).toHaveLength(0);
+    expect(second.waitMs).toBeGreaterThan(170_000);
+    expect(second.waitMs).toBeLessThanOrEqual(180_000);
+    // three minutes on, the next
+    await sql`UPDATE leasehold.task_limit SET rate_tat = rate_tat - 180000,
+                                               start_at = ARRAY(SELECT s - 180000 FROM unnest(start_at) AS s ORDER BY s)`.execute(t.db);
+    expect((await claimUnder(['api'])).claimed).toHaveLength(1);
+    // twenty in the last hour: none until the oldest is an hour old, whatever the pace allows
+    await sql`UPDATE leasehold.task_limit SET rate_tat = NULL,
+                start_at = ARRAY(SELECT date_part('epoch', now()) * 1000 - 3000000 + g FROM generate_series(1, 20) AS g),
+                start_keys = array_fill(''::text, ARRAY[20])`.execute(t.db);
+    const spent = await claimUnder(['api']);
+    expect(spent.claimed).toHaveLength(0);
+    expect(spent.waitMs).toBeGreaterThan(550_000);
+    expect(spent.waitMs).toBeLessThanOrEqual(600_000);
+    // the tasks waited without spending an attempt
+    const { rows } = await sql<{ attempts: number; n: string }>`SELECT attempts, count(*) AS n FROM leasehold.task GROUP BY 1 ORDER BY 1`.execute(t.db);
+    expect(rows.map((r) => [r.attempts, Number(r.n)])).toEqual([[0, 26], [1, 4]]);
+  });
+
+  it('per key: a key over its rate waits, the others start', async () => {
+    const limit = defineLimit('tenant', { ratePerKey: { limit: 1, period: '1h' } });
+    const task = taskUnder('sync', limit);
+    await register(limit, ['sync']);
+    await enqueueMany(t.pool, task, items(4, (i) => (i < 2 ? 'a' : `b${i}`)));
+    expect((await claimUnder(['tenant'])).claimed).toHaveLength(3);
+    const last = await claimUnder(['tenant']);
+    expect(last.claimed).toHaveLength(0);
+    expect(last.waitMs).toBeGreaterThan(3_500_000);
+  });
+});
+
+describe('rows scheduled for later under a limit', () => {
+  it('are promoted once due, then claimed within the limit', async () => {
+    const limit = defineLimit('api', { concurrency: 1 });
+    const task = taskUnder('call-api', limit);
+    await register(limit, ['call-api']);
+    await enqueueMany(t.pool, task, [{ payload: { n: 1 }, delay: '1h' }, { payload: { n: 2 }, delay: '1h' }]);
+    expect((await claimUnder(['api'])).promoted).toBe(0);
+    await sql`UPDATE leasehold.task SET available_at = now() - interval '1 s'`.execute(t.db);
+    const promoting = await claimUnder(['api']);
+    expect(promoting.promoted).toBe(2);
+    expect((await claimUnder(['api'])).claimed).toHaveLength(1);
+  });
+});
+
+describe('claims at production sizes under limits (issue 11)', () => {
+  const BATCH = 50;
+
+  it('50,000 tasks over a full limit and 50,000 behind a full key: the claim reads none of them', async () => {
+    const api = defineLimit('api', { concurrency: 2 });
+    const tenant = defineLimit('tenant', { concurrencyPerKey: 2 });
+    const call = taskUnder('call-api', api);
+    const sync = taskUnder('sync', tenant);
+    const free = defineTask<{ n: number }>('free', { handler: () => {} });
+    await register(api, ['call-api']);
+    await register(tenant, ['sync']);
+    await enqueueMany(t.pool, call, items(50_000));
+    await enqueueMany(t.pool, sync, items(50_000, () => 'slow'));
+    const flows = ['api', 'tenant'];
+    // fill the limit and the slow key
+    expect((await claimUnder(flows, BATCH)).claimed).toHaveLength(4);
+    await enqueueMany(t.pool, sync, items(100, (i) => `k${i % 50}`));
+    await enqueueMany(t.pool, free, items(10));
+    await sql`ANALYZE leasehold.task`.execute(t.db);
+
+    const { claimPlanReads } = await import('../claim-plan.js');
+    const reads = await claimPlanReads(t.pool, table, BATCH, undefined, flows);
+    // 100 claimable keyed rows over 50 keys, 10 unlimited: one probe per key, the batch, the
+    // holders — not the 100,000 over their bounds
+    expect(reads.rowsTouched, reads.plan).toBeLessThanOrEqual(6 * BATCH);
+    expect(reads.rowsDiscarded, reads.plan).toBeLessThanOrEqual(BATCH);
+    const claimed = await claimUnder(flows, 256);
+    expect(claimed.claimed.filter((c) => c.name === 'sync')).toHaveLength(100);
+    expect(claimed.claimed.filter((c) => c.name === 'free')).toHaveLength(10);
+    expect(claimed.claimed.filter((c) => c.name === 'call-api')).toHaveLength(0);
+  }, 120_000);
+});
