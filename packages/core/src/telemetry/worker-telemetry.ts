@@ -1,4 +1,4 @@
-import type { Context, Span, Tracer } from '@opentelemetry/api';
+import type { Context, Span, SpanOptions, Tracer } from '@opentelemetry/api';
 import type { LeasedTable } from '../leased-table.js';
 import { COUNT_INDEX, taskInstruments, type TaskInstruments, type TaskSeries } from '../metrics/task-instruments.js';
 import type { CountedOutcome } from '../metrics/metric-definitions.js';
@@ -37,6 +37,15 @@ interface Shared<Row> {
   readonly naming: TelemetryNaming<Row>;
 }
 
+/** What a worker's tasks of one destination share: made once, not per task. */
+interface Destination {
+  readonly name: string;
+  readonly series: TaskSeries | undefined;
+  readonly spanName: string;
+  /** The span's kind and the attributes every span of this destination carries. */
+  readonly spanOptions: SpanOptions;
+}
+
 /**
  * A worker's OpenTelemetry instrumentation. Made at `start()` only when the application has
  * registered an SDK (a tracer or a meter provider): without one the worker holds none, and a task
@@ -45,8 +54,8 @@ interface Shared<Row> {
  */
 export class WorkerTelemetry<Row> {
   readonly #shared: Shared<Row>;
-  /** Series by destination (this worker's table): one lookup per task. */
-  readonly #series = new Map<string, TaskSeries>();
+  /** By destination (this worker's table): one lookup per task. */
+  readonly #destinations = new Map<string, Destination>();
 
   constructor(shared: Shared<Row>) {
     this.#shared = shared;
@@ -66,15 +75,28 @@ export class WorkerTelemetry<Row> {
 
   /** A claim handed `task` to the worker: counts it, and starts its telemetry. */
   claimed(task: Claimed<Row>): TaskTelemetry<Row> {
-    const shared = this.#shared;
-    const destination = shared.naming.destination(task);
-    let series: TaskSeries | undefined;
-    if (shared.metrics !== undefined) {
-      series = this.#series.get(destination);
-      if (series === undefined) this.#series.set(destination, (series = shared.metrics.series(shared.table, destination)));
-      series.counts[COUNT_INDEX.claimed]!++;
-    }
-    return new TaskTelemetry(shared, task, destination, series);
+    const name = this.#shared.naming.destination(task);
+    let destination = this.#destinations.get(name);
+    if (destination === undefined) this.#destinations.set(name, (destination = this.#destination(name)));
+    if (destination.series !== undefined) destination.series.counts[COUNT_INDEX.claimed]!++;
+    return new TaskTelemetry(this.#shared, task, destination);
+  }
+
+  #destination(name: string): Destination {
+    const { api, metrics, naming, table } = this.#shared;
+    const attributes = Object.freeze({
+      [ATTR.system]: MESSAGING_SYSTEM,
+      [ATTR.operationName]: naming.operation,
+      [ATTR.operationType]: 'process',
+      [ATTR.destination]: name,
+      [ATTR.table]: table,
+    });
+    return {
+      name,
+      series: metrics?.series(table, name),
+      spanName: `${naming.operation} ${name}`,
+      spanOptions: Object.freeze({ kind: api.SpanKind.CONSUMER, attributes }),
+    };
   }
 }
 
@@ -82,18 +104,18 @@ export class WorkerTelemetry<Row> {
 export class TaskTelemetry<Row> {
   readonly #w: Shared<Row>;
   readonly #task: Claimed<Row>;
-  readonly #destination: string;
+  readonly #destination: Destination;
   readonly #series: TaskSeries | undefined;
   readonly #acceptedAt = performance.now();
   #span: Span | undefined;
   #context: Context | undefined;
   #settled = false;
 
-  constructor(w: Shared<Row>, task: Claimed<Row>, destination: string, series: TaskSeries | undefined) {
+  constructor(w: Shared<Row>, task: Claimed<Row>, destination: Destination) {
     this.#w = w;
     this.#task = task;
     this.#destination = destination;
-    this.#series = series;
+    this.#series = destination.series;
   }
 
   /**
@@ -117,23 +139,12 @@ export class TaskTelemetry<Row> {
     const carrier = w.naming.carrier?.(this.#task);
     // never the active context: that is whatever was active when the worker started
     const parent = carrier ? api.propagation.extract(api.ROOT_CONTEXT, carrier) : api.ROOT_CONTEXT;
-    this.#span = w.tracer.startSpan(
-      `${w.naming.operation} ${this.#destination}`,
-      {
-        kind: api.SpanKind.CONSUMER,
-        attributes: {
-          [ATTR.system]: MESSAGING_SYSTEM,
-          [ATTR.operationName]: w.naming.operation,
-          [ATTR.operationType]: 'process',
-          [ATTR.destination]: this.#destination,
-          [ATTR.messageId]: this.#task.id,
-          [ATTR.attempt]: this.#task.attempts,
-          [ATTR.table]: w.table,
-        },
-      },
-      parent,
-    );
-    this.#context = api.trace.setSpan(parent, this.#span);
+    // the destination's attributes are shared (the SDK copies them); the task's own are set after
+    const span = w.tracer.startSpan(this.#destination.spanName, this.#destination.spanOptions, parent);
+    span.setAttribute(ATTR.messageId, this.#task.id);
+    span.setAttribute(ATTR.attempt, this.#task.attempts);
+    this.#span = span;
+    this.#context = api.trace.setSpan(parent, span);
   }
 
   /** Runs the handler with the task's span active, so spans and trace context inside it are its children. */
