@@ -23,6 +23,8 @@ export interface ChildOptions {
   readonly leaseMs?: number;
   /** Worker: count the statements it issues by kind (heartbeat). */
   readonly countStatements?: boolean;
+  /** Worker: register an OpenTelemetry SDK first (see otel-sdk.ts), so it traces and measures every task. */
+  readonly otel?: boolean;
 }
 
 /** A pool on the bench database; every child opens its connections before the clock starts. */

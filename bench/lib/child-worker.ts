@@ -3,6 +3,7 @@
 import { createWorker } from '@leasehold/core';
 import type pg from 'pg';
 import { noopWith } from './bench-task.js';
+import { registerBenchOtel } from './otel-sdk.js';
 import { createPool, type ChildOptions } from './child-options.js';
 import { serveConsumer } from './child-serve.js';
 
@@ -42,6 +43,7 @@ function countStatements(pool: pg.Pool) {
 }
 
 export async function startWorker(options: ChildOptions, send: Send): Promise<void> {
+  if (options.otel) registerBenchOtel();
   const pool = createPool(options, 10);
   await Promise.all(Array.from({ length: 4 }, () => pool.query('SELECT 1')));
   const counter = options.countStatements ? countStatements(pool) : undefined;

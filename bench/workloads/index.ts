@@ -8,12 +8,13 @@ import { enqueueBulk, enqueueSingle } from './enqueue.js';
 import { heartbeat } from './heartbeat.js';
 import { latency } from './latency.js';
 import { outboxOrdered, outboxUnordered } from './outbox.js';
-import { process1x8, process2x4 } from './process.js';
+import { process1x8, process2x4, processOtel } from './process.js';
 
 export const WORKLOADS: readonly Workload[] = [
   enqueueSingle,
   enqueueBulk,
   process1x8,
+  processOtel,
   process2x4,
   latency,
   outboxUnordered,

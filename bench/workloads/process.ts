@@ -16,12 +16,15 @@ export async function preload(ctx: BenchContext, n: number): Promise<void> {
   }
 }
 
-async function processRound(ctx: BenchContext, procs: number): Promise<RoundResult> {
+/** Drains `n` preloaded no-op tasks with `procs` worker processes; `otel`: each with an OpenTelemetry SDK. */
+export async function processRound(ctx: BenchContext, procs: number, { otel = false } = {}): Promise<RoundResult> {
   const { n, concurrency, prefetch, batch } = ctx.config.process;
   await freshSchema(ctx);
   await preload(ctx, n);
+  // as if each task was enqueued inside a request's span: the worker's span continues it
+  if (otel) await ctx.admin.query(`UPDATE ${BENCH_SCHEMA}.task SET traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01'`);
   await settle(ctx.admin, { analyze: true });
-  const options = childOptions(ctx, { concurrency: concurrency / procs, prefetch, batch });
+  const options = childOptions(ctx, { concurrency: concurrency / procs, prefetch, batch, otel });
   const r = await drain(ctx, { role: 'worker', n, children: Array.from({ length: procs }, () => options), unfinished: () => unfinished(ctx.admin) });
   const done = (await countByStatus(ctx.admin)).done ?? 0;
   return {
@@ -40,6 +43,15 @@ export const process1x8: Workload = {
     `from "go" until none is pending or processing`,
   metrics: [{ key: 'rate', label: 'process no-op, 1 process × 8', unit: 'jobs/s', target: { op: '>=', value: 22_000 } }, ...CPU_METRICS],
   round: (ctx) => processRound(ctx, 1),
+};
+
+export const processOtel: Workload = {
+  name: 'process-otel',
+  description: (c) =>
+    `${c.process.n.toLocaleString('en-US')} tasks as in process-1x8, with an OpenTelemetry SDK registered in the worker (a span per task, every one sampled, batched into an in-memory exporter; ` +
+    `counters and histograms collected every second); each task carries a stored traceparent`,
+  metrics: [{ key: 'rate', label: 'process no-op, 1 process × 8, OpenTelemetry SDK', unit: 'jobs/s' }, ...CPU_METRICS],
+  round: (ctx) => processRound(ctx, 1, { otel: true }),
 };
 
 export const process2x4: Workload = {
