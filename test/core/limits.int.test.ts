@@ -80,6 +80,15 @@ describe('a concurrency limit', () => {
     expect((await claimUnder(['api'])).claimed).toHaveLength(0);
   });
 
+  it('takes any limit name, quotes and dollars included', async () => {
+    const odd = defineLimit("it's $lh$ odd $lh0$", { concurrency: 1 });
+    const task = taskUnder('call-odd', odd);
+    await register(odd, ['call-odd']);
+    await enqueueMany(t.pool, task, items(2));
+    expect((await claimUnder([odd.name])).claimed).toHaveLength(1);
+    expect((await claimUnder([odd.name])).claimed).toHaveLength(0);
+  });
+
   it('a new bound applies at the next registration', async () => {
     const task = taskUnder('call-api', defineLimit('api', { concurrency: 1 }));
     await register(defineLimit('api', { concurrency: 1 }), ['call-api']);

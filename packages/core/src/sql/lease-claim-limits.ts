@@ -10,7 +10,7 @@ export interface LimitClaimParts {
   readonly limit: RawBuilder<unknown>;
   /** `AND c.<name> = ANY(names)`, or nothing. */
   readonly nameFilter: RawBuilder<unknown>;
-  /** The limits this claim serves (a `text[]` parameter). */
+  /** The limits this claim serves (a `text[]` constant, see `leaseClaim`). */
   readonly flows: RawBuilder<unknown>;
   /** Most rows under limits to take (an integer parameter). */
   readonly flowBatch: RawBuilder<unknown>;
@@ -50,7 +50,7 @@ export function limitClaimCtes(p: LimitClaimParts): RawBuilder<unknown> {
       , flow_due AS (
         -- rows of a limit that were scheduled and are due now: promoted into task_flow_ready, where
         -- they compete by priority; the claim after this one can take them
-        SELECT d.id FROM unnest(${flows}::text[]) AS f(name)
+        SELECT d.id FROM ${lt} AS f
         CROSS JOIN LATERAL (
           SELECT c.id FROM ${t} AS c
           WHERE c.flow = f.name AND c.status = 'pending' AND c.scheduled AND NOT c.blocked AND c.available_at <= now()
@@ -58,17 +58,19 @@ export function limitClaimCtes(p: LimitClaimParts): RawBuilder<unknown> {
           LIMIT ${limit}
           FOR UPDATE SKIP LOCKED
         ) AS d
+        WHERE f.name = ANY(${flows}::text[])
       ), flow_promoted AS (
         UPDATE ${t} AS p SET scheduled = false WHERE p.id = ANY(ARRAY(SELECT id FROM flow_due)) RETURNING p.id
       ), flow_active AS (
         -- served limits with a row to take, as far as this snapshot shows: only these are locked
         -- (each probe a scalar subquery ordered as its index is: EXISTS drops the ORDER BY, and
         -- the planner may then scan the table for a first match)
-        SELECT f.name FROM unnest(${flows}::text[]) AS f(name)
-        WHERE (SELECT true FROM ${t} AS c WHERE c.flow = f.name AND ${READY}
-               ORDER BY c.flow_key, c.priority DESC, c.id LIMIT 1)
-           OR (SELECT true FROM ${t} AS c WHERE c.flow = f.name AND c.status = 'processing'
-               AND c.lease_until < now() AND c.attempts < c.max_attempts ORDER BY c.lease_until LIMIT 1)
+        SELECT f.name FROM ${lt} AS f
+        WHERE f.name = ANY(${flows}::text[])
+          AND ((SELECT true FROM ${t} AS c WHERE c.flow = f.name AND ${READY}
+                ORDER BY c.flow_key, c.priority DESC, c.id LIMIT 1)
+               OR (SELECT true FROM ${t} AS c WHERE c.flow = f.name AND c.status = 'processing'
+                   AND c.lease_until < now() AND c.attempts < c.max_attempts ORDER BY c.lease_until LIMIT 1))
       ), flow_limits AS (
         -- waits for the claim of the same limit before it, if any: then reads its bookkeeping as
         -- that claim committed it (a locking read returns the latest row version)
@@ -82,11 +84,11 @@ export function limitClaimCtes(p: LimitClaimParts): RawBuilder<unknown> {
         -- the slots held now: a lease still running, or one whose claim committed after this
         -- statement's snapshot (its row still shows an older version here). A finished row, an
         -- expired lease and a lease taken over since hold none.
+        -- (a scalar subquery per holder: one primary-key lookup each, whatever the planner guesses)
         SELECT l.name AS flow, h.id, h.version, h.key
         FROM flow_limits AS l CROSS JOIN LATERAL unnest(l.holder_ids, l.holder_versions, l.holder_keys) AS h(id, version, key)
-        WHERE EXISTS (SELECT 1 FROM ${t} AS r WHERE r.id = h.id
-                      AND (r.lease_version < h.version
-                           OR (r.lease_version = h.version AND r.status = 'processing' AND r.lease_until >= now())))
+        WHERE (SELECT r.lease_version < h.version OR (r.lease_version = h.version AND r.status = 'processing' AND r.lease_until >= now())
+               FROM ${t} AS r WHERE r.id = h.id)
       ), flow_starts AS (
         -- starts still inside a window: of the limit's rate, or of its per-key rate
         SELECT l.name AS flow, s.at, s.key,
