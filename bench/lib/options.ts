@@ -35,6 +35,15 @@ export interface BenchConfig {
     readonly loops: number;
     readonly batch: number;
   };
+  readonly claimLimits: {
+    /** Pending rows per table; `drain` of them are claimed and finished per round. */
+    readonly pending: number;
+    readonly drain: number;
+    readonly loops: number;
+    readonly batch: number;
+    /** Keys of the per-key variant. */
+    readonly keys: number;
+  };
 }
 
 export const USAGE = `usage: npm run bench -- [--quick] [--rounds N] [--only w1,w2] [--json FILE] [--explain]
@@ -87,5 +96,6 @@ export function parseBenchArgs(argv: readonly string[], env: NodeJS.ProcessEnv):
     heartbeat: { tasks: 1000 / div, leaseMs: 3000, measureMs: quick ? 3500 : 6000 },
     claimCost: { finished: 1_000_000 / div, pending: 100_000 / div, drain: 20_000 / div, loops: 4, batch: 50 },
     claimBlocked: { blocked: [50_000 / div, 500_000 / div], healthy: 40_000 / div, drain: 20_000 / div, loops: 4, batch: 50 },
+    claimLimits: { pending: 40_000 / div, drain: 20_000 / div, loops: 4, batch: 50, keys: 100 },
   };
 }

@@ -3,6 +3,7 @@ import type { Workload } from '../lib/workload.js';
 import { BROKER_WORKLOADS } from './broker-publish.js';
 import { claimBlocked } from './claim-blocked.js';
 import { claimCost } from './claim-cost.js';
+import { claimLimits } from './claim-limits.js';
 import { dashboardPaging } from './dashboard-paging.js';
 import { enqueueBulk, enqueueSingle } from './enqueue.js';
 import { heartbeat } from './heartbeat.js';
@@ -23,5 +24,6 @@ export const WORKLOADS: readonly Workload[] = [
   heartbeat,
   claimCost,
   claimBlocked,
+  claimLimits,
   dashboardPaging,
 ];
