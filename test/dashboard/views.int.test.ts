@@ -1,17 +1,21 @@
 // What the dashboard's pages show, in a real browser against a real PostgreSQL: a task's lease,
 // fencing token, checkpoint and error; an outbox aggregate blocked by its dead head; payloads
-// through the user's redact function; and every main view on a phone-sized screen.
+// through the user's redact function; flow-control limits; and every main view on a phone-sized
+// screen.
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { createWorker, defineLimit, defineTask, enqueueMany, migrate } from '@leasehold/core';
 import { createOutbox } from '@leasehold/outbox';
 import { startDashboard, type RedactContext, type RunningDashboard } from '@leasehold/dashboard';
 import { sql } from 'kysely';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { insertTasks, useTestDatabase } from '../fixtures.js';
+import { useWorkers } from '../workers.js';
 import { launchBrowser, type TestBrowser } from './browser.js';
 
 const t = useTestDatabase();
+const track = useWorkers();
 let browser: TestBrowser;
 let dashboard: RunningDashboard;
 let redacting: RunningDashboard;
@@ -155,13 +159,62 @@ describe('redaction', () => {
   });
 });
 
+describe('limits', () => {
+  /** The cells of the limit `name`'s row, as text. */
+  async function limitRow(page: Page, name: string): Promise<string[]> {
+    return page.locator('table.data tbody tr', { has: page.locator('th', { hasText: new RegExp(`^${name}$`) }) }).locator('td').allTextContents();
+  }
+
+  it('lists each limit with its bounds, what runs and waits under it now, and when it was last declared', async () => {
+    // a global rate over an hour: the two starts stay in its window however slow the machine
+    const api = defineLimit('partner-api', { concurrency: 3, concurrencyPerKey: 1, rate: { limit: 50, period: '1h' }, ratePerKey: { limit: 10, period: '1m' } });
+    const task = defineTask<{ n: number }>('sync-account', { limit: api, handler: () => new Promise(() => {}) });
+    await enqueueMany(t.pool, task, Array.from({ length: 5 }, (_, n) => ({ payload: { n }, limitKey: `acct-${n % 2}` })));
+    const worker = track(createWorker({ pool: t.pool, tasks: [task], concurrency: 4, logger: null }));
+    await worker.start();
+    await expect.poll(() => worker.runningCount, { timeout: 20_000 }).toBe(2); // one per key
+    // a limit the code has dropped: last declared three days ago, for the task partner-api runs now
+    await sql`INSERT INTO leasehold.task_limit (name, concurrency, task_names, seen_at, seen_by)
+              VALUES ('old-api', 1, '{sync-account}', now() - interval '3 days', 'worker-old')`.execute(t.db);
+    const page = await open('/limits');
+    const [tasks, concurrency, perKey, rate, ratePerKey, running, starts, pending, seen] = await limitRow(page, 'partner-api');
+    expect([tasks, concurrency, perKey, rate, ratePerKey, running, starts, pending])
+      .toEqual(['sync-account', '3', '1', '50 per 1 h', '10 per 1 min', '2 of 3, on 2 keys', '2 of 50 in 1 h', '3']);
+    expect(seen).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ \(\d+ (ms|s|min \d+ s) ago, by /);
+    expect(seen?.endsWith(`, by ${worker.owner})`), seen).toBe(true);
+    const old = await limitRow(page, 'old-api');
+    expect(old.slice(0, 8)).toEqual(['sync-account', '1', '—', '—', '—', '0 of 1', '—', '0']);
+    expect(old[8]).toContain('(3 d ago, by worker-old)');
+    expect(old[8]).toMatch(/stale sync-account declared under partner-api since \d{4}-/);
+    // read-only: no form, and the page says where limits change
+    expect(await page.locator('main form').count()).toBe(0);
+    expect(await page.locator('main').textContent()).toContain('a changed bound applies from the next worker start');
+    await page.close();
+    await worker.stop({ timeout: 0 });
+  });
+
+  it('says so on a schema migrated before limits existed, instead of failing', async () => {
+    await migrate(t.pool, { schema: 'before_limits' });
+    await sql`DROP TABLE before_limits.task_limit`.execute(t.db);
+    const older = await startDashboard({ database: t.pool, port: 0, schema: 'before_limits' });
+    try {
+      const page = await open('/limits', older.url);
+      expect(await page.locator('main .notice').textContent()).toContain('This schema has no limits table yet');
+      expect(await page.getByRole('link', { name: 'Limits' }).getAttribute('aria-current')).toBe('page');
+      await page.close();
+    } finally {
+      await older.close();
+    }
+  });
+});
+
 describe('a narrow screen (390 px)', () => {
   it('shows every main view without scrolling the page sideways (wide tables scroll in their own region)', async () => {
     const long = `${'x'.repeat(180)}/${'y'.repeat(180)}`; // no space to break at
     const [dead] = await insertTasks(t.db, 1, { name: `narrow.${'n'.repeat(60)}`, status: 'dead', groupKey: `group-${'k'.repeat(80)}`, payload: { long } });
     await sql`UPDATE leasehold.task SET last_error = ${`Error: ${long}`} WHERE id = ${dead}::bigint`.execute(t.db);
     await blockedAggregate(`narrow-${'a'.repeat(60)}`);
-    const views = ['/', '/tasks', `/tasks/${dead}`, '/tasks?status=dead', '/dead', '/outbox', `/outbox/group?key=narrow-${'a'.repeat(60)}`, '/schedules'];
+    const views = ['/', '/tasks', `/tasks/${dead}`, '/tasks?status=dead', '/dead', '/outbox', `/outbox/group?key=narrow-${'a'.repeat(60)}`, '/schedules', '/limits'];
     for (const path of views) {
       const page = await open(path, dashboard.url, 390);
       const widths = (await page.evaluate('[document.documentElement.scrollWidth, document.documentElement.clientWidth]')) as [number, number];
@@ -197,7 +250,7 @@ describe('accessibility', () => {
     await sql`UPDATE leasehold.task SET last_error = 'SMTP 550' WHERE id = ${dead}::bigint`.execute(t.db);
     await insertTasks(t.db, 2, { name: 'a11y.mail' });
     await blockedAggregate('A-a11y');
-    const views = ['/', '/tasks', '/tasks?status=dead', `/tasks/${dead}`, '/dead', '/outbox', '/outbox/group?key=order%3AA-a11y', '/schedules'];
+    const views = ['/', '/tasks', '/tasks?status=dead', `/tasks/${dead}`, '/dead', '/outbox', '/outbox/group?key=order%3AA-a11y', '/schedules', '/limits'];
     const found: string[] = [];
     for (const scheme of ['light', 'dark'] as const) {
       for (const path of views) {

@@ -5,6 +5,7 @@ import { leasedTables, type DashboardApp, type DashboardEnv } from './env.js';
 import type { DashboardSettings } from './options.js';
 import { assetRoutes } from './routes/assets.js';
 import { deadRoutes } from './routes/dead.js';
+import { limitRoutes } from './routes/limits.js';
 import { listRoutes } from './routes/lists.js';
 import { loginRoutes } from './routes/login.js';
 import { overviewRoutes } from './routes/overview.js';
@@ -36,6 +37,7 @@ export function dashboardApp(settings: DashboardSettings): DashboardApp {
   rowRoutes(app, deps);
   deadRoutes(app, deps);
   scheduleRoutes(app, deps);
+  limitRoutes(app, deps);
   app.notFound((c) => {
     const page = c.get('page');
     return page === undefined ? c.text('Not found.', 404) : c.html(messagePage(page, 'Not found', 'There is no such page here.', { href: `${page.base}/`, label: 'Overview' }), 404);

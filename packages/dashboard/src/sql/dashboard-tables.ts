@@ -7,6 +7,8 @@ export interface DashboardTables {
   readonly task: boolean;
   readonly outbox: boolean;
   readonly schedule: boolean;
+  /** `task_limit` (core migration 7): a schema migrated before flow control has none. */
+  readonly limit: boolean;
 }
 
 /**
@@ -19,8 +21,9 @@ export async function dashboardTables(executor: Executor, schema: string): Promi
     sql`
       SELECT to_regclass(format('%I.%I', ${schema}::text, 'task')) IS NOT NULL AS task,
              to_regclass(format('%I.%I', ${schema}::text, 'outbox')) IS NOT NULL AS outbox,
-             to_regclass(format('%I.%I', ${schema}::text, 'schedule')) IS NOT NULL AS schedule
+             to_regclass(format('%I.%I', ${schema}::text, 'schedule')) IS NOT NULL AS schedule,
+             to_regclass(format('%I.%I', ${schema}::text, 'task_limit')) IS NOT NULL AS "limit"
     `,
   );
-  return { task: row!.task, outbox: row!.outbox, schedule: row!.schedule };
+  return { task: row!.task, outbox: row!.outbox, schedule: row!.schedule, limit: row!.limit };
 }

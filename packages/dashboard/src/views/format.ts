@@ -36,3 +36,10 @@ export function formatJson(value: unknown): string {
   if (text.length <= MAX_JSON_CHARS) return text;
   return `${text.slice(0, MAX_JSON_CHARS)}\n… (${formatCount(text.length - MAX_JSON_CHARS)} more characters not shown)`;
 }
+
+/** `1 s`, `1 min`, `1 h`, `1500 ms`: a rate's period, exactly (a whole number of the largest unit that divides it). */
+export function formatPeriod(ms: number): string {
+  const units: ReadonlyArray<readonly [number, string]> = [[86_400_000, 'd'], [3_600_000, 'h'], [60_000, 'min'], [1_000, 's']];
+  const [size, unit] = units.find(([u]) => ms % u === 0) ?? [1, 'ms'];
+  return `${ms / size} ${unit}`;
+}

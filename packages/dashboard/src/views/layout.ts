@@ -7,6 +7,7 @@ const NAV: ReadonlyArray<readonly [Section, string, string]> = [
   ['outbox', 'Outbox', '/outbox'],
   ['dead', 'Dead letters', '/dead'],
   ['schedules', 'Schedules', '/schedules'],
+  ['limits', 'Limits', '/limits'],
 ];
 
 // htmx may not inject styles (the CSP allows only this dashboard's stylesheet) nor evaluate code
@@ -47,6 +48,8 @@ function visible(ctx: PageContext, section: Section): boolean {
   if (section === 'tasks') return ctx.tables.task;
   if (section === 'outbox') return ctx.tables.outbox;
   if (section === 'schedules') return ctx.tables.schedule;
+  // shown with the task table: on a schema without limits yet, the page says so
+  if (section === 'limits') return ctx.tables.task;
   return true;
 }
 

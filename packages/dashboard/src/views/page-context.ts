@@ -1,7 +1,7 @@
 import type { DashboardTables } from '../sql/dashboard-tables.js';
 
 /** The pages of the main navigation. */
-export type Section = 'overview' | 'tasks' | 'outbox' | 'dead' | 'schedules';
+export type Section = 'overview' | 'tasks' | 'outbox' | 'dead' | 'schedules' | 'limits';
 
 /** What every page needs besides its own data. */
 export interface PageContext {

@@ -19,6 +19,5 @@ ${rows.length === 0 ? h`<p class="muted">No schedules: a worker declares them wi
 ${ctx.readOnly ? '' : h`<td><form method="post" action="${ctx.base}/schedules/${r.pausedAt === null ? 'pause' : 'resume'}">
 <input type="hidden" name="_csrf" value="${ctx.csrf}"><input type="hidden" name="name" value="${r.name}">
 <button type="submit" class="secondary">${r.pausedAt === null ? 'Pause' : 'Resume'}<span class="sr-only"> ${r.name}</span></button></form></td>`}
-</tr>`)}</tbody></table></div>`}
-<p class="muted">Concurrency and rate limits will be shown here once leasehold has them.</p>`);
+</tr>`)}</tbody></table></div>`}`);
 }
