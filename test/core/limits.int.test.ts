@@ -80,6 +80,19 @@ describe('a concurrency limit', () => {
     expect((await claimUnder(['api'])).claimed).toHaveLength(0);
   });
 
+  it('a worker that runs some of a limit\'s task types takes its own, within the shared bound', async () => {
+    const shared = defineLimit('api', { concurrency: 1 });
+    const a = taskUnder('call-a', shared);
+    const b = taskUnder('call-b', shared);
+    await register(shared, ['call-a', 'call-b']);
+    await enqueueMany(t.pool, b, items(3)); // ranked first, run elsewhere
+    await enqueueMany(t.pool, a, items(2));
+    const mine = await leaseClaim(t.pool, table, { owner: 'test', batch: 16, leaseMs: 60_000, names: ['call-a'], flows: ['api'] });
+    expect(mine.claimed.map((c) => c.name)).toEqual(['call-a']);
+    // the one slot is taken, whoever asks
+    expect((await claimUnder(['api'])).claimed).toHaveLength(0);
+  });
+
   it('takes any limit name, quotes and dollars included', async () => {
     const odd = defineLimit("it's $lh$ odd $lh0$", { concurrency: 1 });
     const task = taskUnder('call-odd', odd);

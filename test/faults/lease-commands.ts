@@ -25,7 +25,7 @@ import {
   type Transition,
 } from '@leasehold/core/internal';
 import { checkAgainstModel, type Real } from './lease-check.js';
-import { WORKERS, type LeaseModel, type Token } from './lease-model.js';
+import { LIMIT, WORKERS, type LeaseModel, type Token } from './lease-model.js';
 
 type Cmd = fc.AsyncCommand<LeaseModel, Real>;
 const table = taskTable();
@@ -58,23 +58,31 @@ function transitionOf(choice: OutcomeChoice, token: Token): { transition: Transi
   }
 }
 
-/** One worker claims up to `batch` (optionally only some names); reaps on the way. */
+/**
+ * One worker claims up to `batch` (optionally only some names, optionally also rows under the
+ * limit); reaps on the way.
+ */
 class ClaimCommand implements Cmd {
-  constructor(readonly worker: number, readonly batch: number, readonly names: readonly string[] | undefined) {}
+  constructor(readonly worker: number, readonly batch: number, readonly names: readonly string[] | undefined, readonly flows = false) {}
   check = () => true;
   async run(m: LeaseModel, r: Real): Promise<void> {
     const reapable = m.reapable().map((t) => t.id);
-    const expected = m.claimable(this.names, this.batch);
+    const expected = m.claimable(this.names, this.batch, this.flows);
+    const promotable = this.flows ? m.promotable(this.batch) : [];
     for (const t of expected) {
       // a claim never takes a row somebody else still holds
       expect(t.status === 'processing' && !t.expired).toBe(false);
     }
-    const { claimed, reaped } = await leaseClaim(r.pool, table, {
-      owner: WORKERS[this.worker]!, batch: this.batch, leaseMs: LEASE_MS, names: this.names,
+    const { claimed, reaped, promoted } = await leaseClaim(r.pool, table, {
+      owner: WORKERS[this.worker]!, batch: this.batch, leaseMs: LEASE_MS, names: this.names, flows: this.flows ? [LIMIT] : undefined,
     });
     expect(reaped.map((x) => x.id).sort()).toEqual([...reapable].sort());
     for (const x of reaped) expect(x.leaseVersion).toBe(m.get(x.id).leaseVersion);
     reapable.forEach((id) => m.applyReap(id));
+    // rows under the limit that became due move where the next claim takes them
+    expect(promoted).toBe(promotable.length);
+    for (const t of promotable) t.scheduled = false;
+    m.stats.promoted += promoted;
     // sorted by id, exactly the rows the model picks, nothing held by others
     expect(claimed.map((c) => c.id)).toEqual(expected.map((t) => t.id).sort(compareIds));
     for (const c of claimed) {
@@ -84,7 +92,7 @@ class ClaimCommand implements Cmd {
     }
     await checkAgainstModel(m, r);
   }
-  toString = () => `claim(${WORKERS[this.worker]}, batch=${this.batch}${this.names ? `, names=${this.names.join('|')}` : ''})`;
+  toString = () => `claim(${WORKERS[this.worker]}, batch=${this.batch}${this.names ? `, names=${this.names.join('|')}` : ''}${this.flows ? `, flows=${LIMIT}` : ''})`;
 }
 
 /** Every worker claims at once on its own connection: disjoint results, none held by another. */
@@ -248,7 +256,8 @@ const names = fc.constantFrom<readonly string[] | undefined>(undefined, undefine
 /** Every step, weighted towards claims and finalizes. */
 export const leaseCommands: fc.Arbitrary<Cmd>[] = [
   fc.tuple(worker, fc.integer({ min: 1, max: 4 }), names).map(([w, b, n]) => new ClaimCommand(w, b, n)),
-  fc.tuple(worker, fc.integer({ min: 1, max: 4 }), names).map(([w, b, n]) => new ClaimCommand(w, b, n)),
+  fc.tuple(worker, fc.integer({ min: 1, max: 4 }), names).map(([w, b, n]) => new ClaimCommand(w, b, n, true)),
+  fc.tuple(worker, fc.integer({ min: 1, max: 4 }), names).map(([w, b, n]) => new ClaimCommand(w, b, n, true)),
   fc.integer({ min: 1, max: 3 }).map((b) => new ConcurrentClaimCommand(b)),
   fc.constant(new ReapCommand()),
   fc.tuple(worker, fc.nat(0xffff)).map(([w, p]) => new HeartbeatCommand(w, p)),

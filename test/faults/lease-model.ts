@@ -10,6 +10,8 @@ export interface ModelTask {
   readonly priority: number;
   readonly groupKey: string | null;
   readonly maxAttempts: number;
+  /** The limit it runs under ({@link LIMIT}), or null. */
+  readonly flow: string | null;
   status: 'pending' | 'processing' | 'done' | 'dead';
   attempts: number;
   leaseVersion: number;
@@ -44,9 +46,15 @@ export interface ModelStats {
   expiredFinalizeWon: number;
   heartbeatWon: number;
   heartbeatRefused: number;
+  /** Rows claimed under the limit, and rows of it promoted once due. */
+  limitedClaimed: number;
+  promoted: number;
 }
 
 export const WORKERS = ['w0', 'w1', 'w2'] as const;
+
+/** The one limit of the model's tasks under a limit: a global concurrency (see `concurrency`). */
+export const LIMIT = 'api';
 
 /** The reference model: tasks by id, each simulated worker's tokens, and what won already. */
 export class LeaseModel {
@@ -55,9 +63,12 @@ export class LeaseModel {
   /** `id:leaseVersion` of every token whose finalize won: a second win would break the fence. */
   readonly won = new Set<string>();
   readonly stats: ModelStats;
+  /** How many leases of {@link LIMIT} may run at once. */
+  readonly concurrency: number;
 
-  constructor(stats: ModelStats) {
+  constructor(stats: ModelStats, concurrency = 1) {
     this.stats = stats;
+    this.concurrency = concurrency;
   }
 
   /** Tasks in id order. */
@@ -83,23 +94,51 @@ export class LeaseModel {
    * What a claim of `batch` takes, in claim order: the first `batch` rows of each of the claim's
    * three sources — due now (priority desc, id), due since it was scheduled (in the order they
    * became due, then id), expired leases with attempts left (in the order they expired, then
-   * id) — then the first `batch` of those by priority desc, id. Without `batch`, every candidate.
+   * id) — then the first `batch` of those by priority desc, id. Rows under the limit are in none
+   * of those sources; with `flows` the claim also takes them, within the limit (see
+   * {@link admitted}). Without `batch`, every candidate.
    */
-  claimable(names: readonly string[] | undefined, batch = Infinity): ModelTask[] {
-    const all = this.list();
-    const candidates = all
+  claimable(names: readonly string[] | undefined, batch = Infinity, flows = false): ModelTask[] {
+    const eligible = this.list()
       .filter((c) => names === undefined || names.includes(c.name))
-      .filter(
-        (c) =>
-          c.groupKey === null ||
-          !all.some((p) => p.groupKey === c.groupKey && compareIds(p.id, c.id) < 0 && ['pending', 'processing', 'dead'].includes(p.status)),
-      );
-    const byPriority = (a: ModelTask, b: ModelTask) => b.priority - a.priority || compareIds(a.id, b.id);
-    const bySince = (a: ModelTask, b: ModelTask) => a.since - b.since || compareIds(a.id, b.id);
-    const ready = candidates.filter((c) => c.status === 'pending' && c.due && !c.scheduled).sort(byPriority);
-    const due = candidates.filter((c) => c.status === 'pending' && c.due && c.scheduled).sort(bySince);
-    const expired = candidates.filter((c) => c.status === 'processing' && c.expired && c.attempts < c.maxAttempts).sort(bySince);
-    return [ready, due, expired].flatMap((source) => source.slice(0, batch)).sort(byPriority).slice(0, batch);
+      .filter((c) => this.#isHead(c));
+    const main = eligible.filter((c) => c.flow === null);
+    const ready = main.filter((c) => c.status === 'pending' && c.due && !c.scheduled).sort(byPriority);
+    const due = main.filter((c) => c.status === 'pending' && c.due && c.scheduled).sort(bySince);
+    const expired = main.filter((c) => c.status === 'processing' && c.expired && c.attempts < c.maxAttempts).sort(bySince);
+    const candidates = [ready, due, expired].flatMap((source) => source.slice(0, batch));
+    if (flows) candidates.push(...this.admitted(eligible, batch));
+    return candidates.sort(byPriority).slice(0, batch);
+  }
+
+  /**
+   * The rows under the limit a claim may take: the limit's room (its concurrency less the leases
+   * running under it, at most `batch`) of the best ready rows and expired leases, when the limit
+   * has any row to take at all (the claim locks the limit only then).
+   */
+  admitted(eligible: readonly ModelTask[], batch: number): ModelTask[] {
+    const all = this.list().filter((t) => t.flow === LIMIT);
+    const live = all.filter((t) => t.status === 'processing' && !t.expired).length;
+    const room = Math.min(batch, this.concurrency - live);
+    const active = all.some((t) => (t.status === 'pending' && !t.scheduled && this.#isHead(t)) || (t.status === 'processing' && t.expired && t.attempts < t.maxAttempts));
+    if (room <= 0 || !active) return [];
+    const mine = eligible.filter((t) => t.flow === LIMIT);
+    const ready = mine.filter((t) => t.status === 'pending' && !t.scheduled).sort(byPriority).slice(0, room);
+    const expired = mine.filter((t) => t.status === 'processing' && t.expired && t.attempts < t.maxAttempts).sort(bySince).slice(0, batch);
+    return [...ready, ...expired].sort(byPriority).slice(0, room);
+  }
+
+  /** Rows under the limit that a claim serving it moves out of `scheduled` (once due). */
+  promotable(batch: number): ModelTask[] {
+    return this.list()
+      .filter((t) => t.flow === LIMIT && t.status === 'pending' && t.scheduled && t.due && this.#isHead(t))
+      .sort(bySince)
+      .slice(0, batch);
+  }
+
+  /** Whether no earlier row of its group is unfinished: only a group's head is claimable. */
+  #isHead(c: ModelTask): boolean {
+    return c.groupKey === null || !this.list().some((p) => p.groupKey === c.groupKey && compareIds(p.id, c.id) < 0 && ['pending', 'processing', 'dead'].includes(p.status));
   }
 
   /** Applies a reap the database did. */
@@ -113,6 +152,7 @@ export class LeaseModel {
   applyClaim(worker: number, id: string): Token {
     const t = this.get(id);
     if (t.status === 'processing') this.stats.reclaimedAfterExpiry++;
+    if (t.flow !== null) this.stats.limitedClaimed++;
     Object.assign(t, {
       status: 'processing', owner: WORKERS[worker], expired: false, scheduled: false, leaseVersion: t.leaseVersion + 1, attempts: t.attempts + 1,
     });
@@ -150,6 +190,14 @@ export class LeaseModel {
         else Object.assign(t, { status: 'pending', due: transition.delayMs === 0, scheduled: transition.delayMs > 0, lastError: transition.error });
     }
   }
+}
+
+function byPriority(a: ModelTask, b: ModelTask): number {
+  return b.priority - a.priority || compareIds(a.id, b.id);
+}
+
+function bySince(a: ModelTask, b: ModelTask): number {
+  return a.since - b.since || compareIds(a.id, b.id);
 }
 
 /** A task row as read back from the database, in the model's terms. */

@@ -108,11 +108,12 @@ export function limitClaimCtes(p: LimitClaimParts): RawBuilder<unknown> {
       ), flow_keys AS (
         -- each key of a limit with room that has ready rows, with its best row: one index probe per
         -- key (task_flow_ready), however many rows wait behind it (past the few that claims before
-        -- this one took, which this snapshot may still show pending)
+        -- this one took, which this snapshot may still show pending, and, for a worker that runs
+        -- only some of the limit's task types, past the others' rows)
         SELECT r.flow, b.flow_key, b.priority, b.id
         FROM flow_room AS r CROSS JOIN LATERAL (
           SELECT c.flow_key, c.priority, c.id FROM ${t} AS c
-          WHERE c.flow = r.flow AND ${READY} AND c.id NOT IN (SELECT id FROM flow_holders)
+          WHERE c.flow = r.flow AND ${READY} AND c.id NOT IN (SELECT id FROM flow_holders) ${nameFilter}
           ORDER BY c.flow_key, c.priority DESC, c.id LIMIT 1
         ) AS b
         WHERE r.n > 0
@@ -120,7 +121,7 @@ export function limitClaimCtes(p: LimitClaimParts): RawBuilder<unknown> {
         SELECT k.flow, b.flow_key, b.priority, b.id
         FROM flow_keys AS k CROSS JOIN LATERAL (
           SELECT c.flow_key, c.priority, c.id FROM ${t} AS c
-          WHERE c.flow = k.flow AND ${READY} AND c.flow_key > k.flow_key AND c.id NOT IN (SELECT id FROM flow_holders)
+          WHERE c.flow = k.flow AND ${READY} AND c.flow_key > k.flow_key AND c.id NOT IN (SELECT id FROM flow_holders) ${nameFilter}
           ORDER BY c.flow_key, c.priority DESC, c.id LIMIT 1
         ) AS b
       ), flow_expired AS (
