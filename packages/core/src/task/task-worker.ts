@@ -36,8 +36,10 @@ export class TaskWorker extends LeaseWorker<TaskRow> {
    * {@link LeaseWorker.stop}).
    */
   override stop(options: StopOptions = {}): Promise<void> {
+    // first, so that a bad timeout throws here before anything stops
+    const worker = super.stop(options);
     this.#stopped = true;
     const schedules = this.#scheduler?.stop({ timeout: options.timeout ?? '30s' }) ?? Promise.resolve();
-    return Promise.all([schedules, super.stop(options)]).then(() => undefined);
+    return Promise.all([schedules, worker]).then(() => undefined);
   }
 }
