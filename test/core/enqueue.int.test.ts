@@ -88,6 +88,33 @@ describe('enqueue inside the application transaction', () => {
     expect(result[501]).toEqual({ id: result[500]!.id, inserted: false });
   });
 
+  it('enqueueMany without group or dedup keys returns each item its own row, in input order, in a transaction too', async () => {
+    const items = Array.from({ length: 300 }, (_, i) => ({ payload: { name: `plain ${i}` }, priority: i % 3, ...(i % 7 === 0 ? { delay: '1h' as const } : {}) }));
+    const result = await t.db.transaction().execute((trx) => enqueueMany(trx, greet, items));
+    expect(result.every((r) => r.inserted)).toBe(true);
+    const ids = result.map((r) => BigInt(r.id));
+    expect(ids).toEqual([...ids].sort((a, b) => (a < b ? -1 : 1)));
+    const stored = await sql<{ id: string; name: string; priority: number; scheduled: boolean }>`
+      SELECT id::text, payload->>'name' AS name, priority, scheduled FROM leasehold.task WHERE id = ANY(${result.map((r) => r.id)}::bigint[])`.execute(t.db);
+    const byId = new Map(stored.rows.map((r) => [r.id, r]));
+    result.forEach((r, i) => {
+      expect(byId.get(r.id)).toEqual({ id: r.id, name: `plain ${i}`, priority: i % 3, scheduled: i % 7 === 0 });
+    });
+  });
+
+  it('a single enqueue without keys stores its options: priority, attempts, a delay (scheduled) or a run time', async () => {
+    const soon = await enqueue(t.pool, greet, { name: 'single' }, { priority: 5, maxAttempts: 2 });
+    const later = await enqueue(t.pool, greet, { name: 'later' }, { delay: '1h' });
+    const at = new Date(Date.now() + 86_400_000);
+    const dated = await enqueue(t.pool, greet, { name: 'dated' }, { runAt: at });
+    const rows = await sql<{ id: string; priority: number; max_attempts: number; scheduled: boolean; at: Date }>`
+      SELECT id::text, priority, max_attempts, scheduled, available_at AS at FROM leasehold.task
+      WHERE id = ANY(${[soon.id, later.id, dated.id]}::bigint[]) ORDER BY id`.execute(t.db);
+    expect(rows.rows.map((r) => [r.priority, r.max_attempts, r.scheduled])).toEqual([[5, 2, false], [0, greet.maxAttempts, true], [0, greet.maxAttempts, true]]);
+    expect(rows.rows[2]!.at.getTime()).toBe(at.getTime());
+    expect([soon, later, dated].every((r) => r.inserted)).toBe(true);
+  });
+
   it('rejects an invalid payload with a typed error at enqueue, writing nothing', async () => {
     const error = await enqueue(t.pool, strict, { n: 'one' } as unknown as { n: number }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(PayloadValidationError);

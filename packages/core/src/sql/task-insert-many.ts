@@ -54,8 +54,12 @@ export async function taskInsertMany(
   rows: readonly TaskInsert[],
 ): Promise<InsertedTask[]> {
   if (rows.length === 0) return [];
+  const only = rows.length === 1 ? rows[0]! : undefined;
+  if (only !== undefined && only.groupKey === null && only.dedupKey === null) return [await insertOne(executor, table, only)];
   const groups = [...new Set(rows.flatMap((r) => (r.groupKey === null ? [] : [r.groupKey])))];
-  if (groups.length === 0) return insertResolving(executor, table, rows);
+  if (groups.length === 0) {
+    return rows.every((r) => r.dedupKey === null) ? insertPlain(executor, table, rows) : insertResolving(executor, table, rows);
+  }
   return inTransaction(
     executor,
     async (trx) => {
@@ -89,6 +93,56 @@ async function insertResolving(executor: Executor, table: LeasedTable<unknown>, 
     todo = next;
   }
   return results as InsertedTask[];
+}
+
+/**
+ * The common single enqueue (no group, no dedup key): nothing to order, nothing to resolve, so a
+ * plain INSERT of one row, prepared once per connection (the batch statement is planned for its
+ * values every time, which cost a single enqueue several times the insert itself).
+ */
+async function insertOne(executor: Executor, table: LeasedTable<unknown>, row: TaskInsert): Promise<InsertedTask> {
+  const t = tableRef(table);
+  const [answer] = await execute<{ id: string }>(
+    executor,
+    sql`
+      INSERT INTO ${t} (name, payload, priority, max_attempts, available_at, scheduled, traceparent, tracestate, flow, flow_key)
+      SELECT ${row.name}::text, ${row.payloadJson}::jsonb, ${row.priority}::int, ${row.maxAttempts}::int, a.at, a.at > now(),
+             ${row.traceparent ?? null}::text, ${row.tracestate ?? null}::text, ${row.flow ?? null}::text, ${row.flowKey ?? null}::text
+      FROM (SELECT coalesce(${row.runAt}::timestamptz, now() + ${row.delayMs}::float8 * interval '1 millisecond') AS at) AS a
+      RETURNING id
+    `,
+  );
+  return { id: String(answer!.id), inserted: true };
+}
+
+/**
+ * A batch with no group and no dedup key: no conflict to resolve and no canonical order to take
+ * locks in, so the rows go in as they come, ids drawn in input order and read back by position.
+ */
+async function insertPlain(executor: Executor, table: LeasedTable<unknown>, rows: readonly TaskInsert[]): Promise<InsertedTask[]> {
+  const t = tableRef(table);
+  const answers = await execute<{ id: string }>(
+    executor,
+    sql`
+      WITH input AS (
+        SELECT nextval((SELECT ${`${table.schema}.${table.table}_id_seq`}::regclass)) AS id, u.*
+        FROM unnest(${rows.map((r) => r.name)}::text[], ${rows.map((r) => r.payloadJson)}::jsonb[],
+                    ${rows.map((r) => r.priority)}::int[], ${rows.map((r) => r.maxAttempts)}::int[],
+                    ${rows.map((r) => r.runAt)}::timestamptz[], ${rows.map((r) => r.delayMs)}::float8[],
+                    ${rows.map((r) => r.traceparent ?? null)}::text[], ${rows.map((r) => r.tracestate ?? null)}::text[],
+                    ${rows.map((r) => r.flow ?? null)}::text[], ${rows.map((r) => r.flowKey ?? null)}::text[])
+             WITH ORDINALITY AS u(name, payload, priority, max_attempts, run_at, delay_ms, traceparent, tracestate, flow, flow_key, n)
+      ), inserted AS (
+        INSERT INTO ${t} (id, name, payload, priority, max_attempts, available_at, scheduled, traceparent, tracestate, flow, flow_key)
+          OVERRIDING SYSTEM VALUE
+        SELECT i.id, i.name, i.payload, i.priority, i.max_attempts, a.at, a.at > now(), i.traceparent, i.tracestate, i.flow, i.flow_key
+        FROM input AS i CROSS JOIN LATERAL (SELECT coalesce(i.run_at, now() + i.delay_ms * interval '1 millisecond') AS at) AS a
+      )
+      SELECT id FROM input ORDER BY n
+    `,
+  );
+  if (answers.length !== rows.length) throw new Error(`enqueue: ${answers.length} ids for ${rows.length} rows`);
+  return answers.map((a) => ({ id: String(a.id), inserted: true }));
 }
 
 /** One INSERT; per input row its task, or undefined where a dedup conflict's row is not visible yet. */
