@@ -33,6 +33,15 @@ describe('leasehold schedules', () => {
     });
   });
 
+  it('stats shows the schedules after the queues, as text and in --json', async () => {
+    const text = await runCli(['stats'], env);
+    expect(text.code, text.stderr).toBe(0);
+    expect(text.stdout).toMatch(/^SCHEDULE\s+TASK\s+CRON/m);
+    expect(text.stdout).toMatch(/^nightly-report\s+report\s+0 3 \* \* \*\s+Europe\/Berlin\s+2\s/m);
+    const json = await runCli(['stats', '--json'], env);
+    expect((JSON.parse(json.stdout) as { schedules: Array<{ name: string }> }).schedules.map((s) => s.name)).toEqual(['hourly-report', 'nightly-report']);
+  });
+
   it('pauses and resumes by name; an unknown name changes nothing and exits 1', async () => {
     const paused = await runCli(['schedules', 'pause', 'hourly-report'], env);
     expect(paused.code, paused.stderr).toBe(0);

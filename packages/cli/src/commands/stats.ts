@@ -7,7 +7,8 @@ import { readLimits, renderLimits } from '../format/limits.js';
 import { renderTable } from '../format/table.js';
 import type { LeasedTables } from '../leased-tables.js';
 import { queueStats, type QueueStats } from '../sql/queue-stats.js';
-import type { LimitRow } from '@leasehold/core';
+import { scheduleList, type LimitRow, type ScheduleRow } from '@leasehold/core';
+import { renderSchedules } from './schedules.js';
 import type { CommandHandler } from './context.js';
 
 /** `leasehold stats --json` output. */
@@ -22,6 +23,8 @@ export interface StatsReport {
   }>;
   /** The task table's limits (`defineLimit`): bounds, running leases, starts in the window. */
   readonly limits: readonly LimitRow[];
+  /** The schedules workers declared (`defineSchedule`): cron, last tick, paused or running. */
+  readonly schedules: readonly ScheduleRow[];
 }
 
 /** Reads the stats of every table of the schema. */
@@ -31,7 +34,18 @@ export async function readStats(pool: pg.Pool, tables: LeasedTables): Promise<St
     return { table, queues, total: totalOf(queues) };
   });
   const limits = tables.task === undefined ? [] : await readLimits(pool, tables.schema);
-  return { schema: tables.schema, tables: await Promise.all(read), limits };
+  const schedules = tables.task === undefined ? [] : await readSchedules(pool, tables.schema);
+  return { schema: tables.schema, tables: await Promise.all(read), limits, schedules };
+}
+
+/** The schedules of `schema`; none on a schema that predates them (core migration 4). */
+async function readSchedules(pool: pg.Pool, schema: string): Promise<ScheduleRow[]> {
+  try {
+    return await scheduleList(pool, schema);
+  } catch (error) {
+    if ((error as { code?: string }).code === '42P01') return []; // undefined_table
+    throw error;
+  }
 }
 
 function totalOf(queues: readonly QueueStats[]): Omit<QueueStats, 'name'> {
@@ -60,11 +74,15 @@ export function renderStats(report: StatsReport): string {
   }
   const headers = ['TABLE', 'QUEUE', 'PENDING', 'PROCESSING', 'DONE', 'DEAD', 'OLDEST PENDING', 'EXPIRED LEASES'];
   const queues = renderTable(headers, rows, [2, 3, 4, 5, 6, 7]);
-  return report.limits.length === 0 ? queues : `${queues}\n\n${renderLimits(report.limits)}`;
+  const parts = [queues];
+  if (report.limits.length > 0) parts.push(renderLimits(report.limits));
+  if (report.schedules.length > 0) parts.push(renderSchedules({ schema: report.schema, schedules: report.schedules }));
+  return parts.join('\n\n');
 }
 
 /**
- * `leasehold stats`: counts by status, oldest pending age and expired leases, per queue; with
+ * `leasehold stats`: counts by status, oldest pending age and expired leases, per queue, then the
+ * limits and schedules; with
  * `--format prometheus` the queue gauges in Prometheus' text format.
  */
 export const statsCommand: CommandHandler = async (ctx) => {
