@@ -106,8 +106,10 @@ export async function waitForCount(
 }
 
 /**
- * How long the consumer may apply nothing before it counts as stuck: a message it holds comes
- * back within the JetStream consumer's `ack_wait` (5 s) plus `retryDelay`; four times that.
+ * How long the consumer may apply nothing before it counts as stuck: a message whose ack was lost
+ * comes back within the JetStream consumer's `ack_wait` (5 s) plus `retryDelay`, and a pull lost
+ * in a leader change is renewed within consumeJetStream's `pullExpires` (5 s, two missed
+ * heartbeats); four times the longer of them.
  */
 export const CONSUMER_STALL_MS = 4 * 5_000;
 

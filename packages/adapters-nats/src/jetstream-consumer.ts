@@ -29,6 +29,14 @@ export interface JetStreamInboxOptions<D extends object> {
   retryDelay?: Duration;
   /** Messages pulled ahead. @defaultValue 2 × concurrency, at least 16 */
   maxMessages?: number;
+  /**
+   * How long one pull request lives (at least 1 s); the server sends heartbeats every half of
+   * it. A pull lost on the way (the consumer's leader moved, the connection failed over) is
+   * noticed after two missed heartbeats and pulled again, so this bounds how long delivery can
+   * stall after such a fault. The client's own default, 30 s, stalled delivery for 30 s after a
+   * stream leader was killed. @defaultValue '5s'
+   */
+  pullExpires?: Duration;
   /** Failures of `apply`, and messages that cannot be applied (terminated). Must not throw. */
   onError?: (error: Error, event: JetStreamEvent | undefined) => void;
   /** After each message is acknowledged: applied, or a duplicate the inbox absorbed. */
@@ -78,6 +86,8 @@ export interface InboxConsumer {
 export async function consumeJetStream<D extends object>(options: JetStreamInboxOptions<D>): Promise<InboxConsumer> {
   const concurrency = checkConcurrency(options.concurrency ?? 1);
   const retryDelayMs = parseDuration(options.retryDelay ?? '1s', 'retryDelay', { allowZero: true });
+  const pullExpiresMs = parseDuration(options.pullExpires ?? '5s', 'pullExpires');
+  if (pullExpiresMs < 1_000) throw new ConfigError('pullExpires', `Expected \`pullExpires\` to be at least 1 s, got ${pullExpiresMs} ms`);
   const inbox = options.inbox ?? createInbox();
   if (typeof options.apply !== 'function') throw new ConfigError('apply', 'Expected `apply` to be a function (event, trx) => Promise<void>');
   const stats = { applied: 0, duplicates: 0, failed: 0, rejected: 0 };
@@ -111,7 +121,7 @@ export async function consumeJetStream<D extends object>(options: JetStreamInbox
   };
 
   const lanes = new KeyedLanes(concurrency);
-  const messages = await options.consumer.consume({ max_messages: options.maxMessages ?? Math.max(16, 2 * concurrency) });
+  const messages = await options.consumer.consume({ max_messages: options.maxMessages ?? Math.max(16, 2 * concurrency), expires: pullExpiresMs });
   const loop = (async () => {
     for await (const m of messages) {
       let event: JetStreamEvent;
