@@ -1,11 +1,9 @@
 import { ConfigError, type Duration, type PgQueryable } from '@leasehold/core';
-import { parseDuration, toError } from '@leasehold/core/internal';
+import { KeyedLanes, parseDuration, toError, withTimeout } from '@leasehold/core/internal';
 import { createInbox, type Inbox } from '@leasehold/adapters-http';
 import type { Channel, ConsumeMessage } from 'amqplib';
 import type { Kysely } from 'kysely';
 import { toAmqpEvent, type AmqpEvent } from './amqp-event.js';
-import { withTimeout } from './bounded.js';
-import { KeyedLanes } from './keyed-lanes.js';
 
 /** What `apply` gets to write with: the inbox's transaction, as Kysely or as a `pg` client. */
 export type InboxExecutor<D> = D extends Kysely<infer DB> ? Kysely<DB> : PgQueryable;

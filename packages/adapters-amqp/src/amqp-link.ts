@@ -1,7 +1,6 @@
 import type { BackoffPolicy } from '@leasehold/core';
-import { fullJitterBackoff, toError } from '@leasehold/core/internal';
+import { fullJitterBackoff, toError, withTimeout } from '@leasehold/core/internal';
 import { connect, type ChannelModel, type ConfirmChannel, type Message, type Options, type SocketOptions } from 'amqplib';
-import { withTimeout } from './bounded.js';
 import type { AmqpFailure } from './classify-amqp-failure.js';
 
 /** A failure of the link or of one publish, classified by `classifyAmqpFailure`. @internal */

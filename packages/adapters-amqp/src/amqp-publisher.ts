@@ -1,9 +1,9 @@
 import { PermanentError, RetryableError } from '@leasehold/core';
+import { untilAborted, withTimeout } from '@leasehold/core/internal';
 import type { OutboxMessage, PublishContext, Publisher } from '@leasehold/outbox';
 import { amqpProperties, encodeBody, type AmqpMessageProperties } from './amqp-envelope.js';
 import { AmqpFailureError, AmqpLink, type AmqpChannel } from './amqp-link.js';
 import { normalizeAmqpOptions, type AmqpPublisherOptions, type NormalizedAmqpOptions } from './amqp-publisher-options.js';
-import { untilAborted, withTimeout } from './bounded.js';
 import { classifyAmqpFailure } from './classify-amqp-failure.js';
 import { checkedRoutingKey } from './routing-key.js';
 

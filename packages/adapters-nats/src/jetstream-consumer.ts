@@ -1,10 +1,8 @@
 import { ConfigError, type Duration, type PgQueryable } from '@leasehold/core';
-import { parseDuration, toError } from '@leasehold/core/internal';
+import { KeyedLanes, parseDuration, toError, withTimeout } from '@leasehold/core/internal';
 import { createInbox, type Inbox } from '@leasehold/adapters-http';
 import type { Consumer, JsMsg } from '@nats-io/jetstream';
 import type { Kysely } from 'kysely';
-import { withTimeout } from './bounded.js';
-import { KeyedLanes } from './keyed-lanes.js';
 import { toReceivedEvent, type JetStreamEvent } from './received-event.js';
 
 /** What `apply` gets to write with: the inbox's transaction, as Kysely or as a `pg` client. */

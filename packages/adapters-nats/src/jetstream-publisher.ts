@@ -1,8 +1,7 @@
 import { PermanentError, RetryableError } from '@leasehold/core';
-import { assertNever, toError } from '@leasehold/core/internal';
+import { assertNever, toError, untilAborted, withTimeout } from '@leasehold/core/internal';
 import type { OutboxMessage, PublishContext, Publisher } from '@leasehold/outbox';
 import { headers as natsHeaders } from '@nats-io/transport-node';
-import { untilAborted, withTimeout } from './bounded.js';
 import { classifyNatsError } from './classify-nats-error.js';
 import {
   normalizeJetStreamOptions,

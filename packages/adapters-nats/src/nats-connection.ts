@@ -1,8 +1,7 @@
 import { RetryableError } from '@leasehold/core';
-import { toError } from '@leasehold/core/internal';
+import { toError, withTimeout } from '@leasehold/core/internal';
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection, type NodeConnectionOptions } from '@nats-io/transport-node';
-import { withTimeout } from './bounded.js';
 
 /** One connection and its JetStream clients, as the publishes share them. @internal */
 export interface NatsLink {

@@ -54,3 +54,8 @@ export { QUEUE_GAUGE_VALUES, queueAttributes, type QueueGauge } from './metrics/
 // telemetry (OpenTelemetry, an optional peer dependency) for the publishers and the inbox
 export { currentTraceHeaders, TRACE_HEADERS } from './telemetry/trace-headers.js';
 export { withSpan, type SpanAttributes, type SpanHandle, type SpanKindName, type SpanOptions } from './telemetry/with-span.js';
+
+// for the broker adapters' publishers and consumers: waits bounded by a timeout or a signal, and
+// per-key lanes that apply one aggregate's messages in order
+export { untilAborted, withTimeout } from './consume/bounded.js';
+export { KeyedLanes } from './consume/keyed-lanes.js';

@@ -1,4 +1,4 @@
-import { RetryableError } from '@leasehold/core';
+import { RetryableError } from '../errors.js';
 
 /**
  * The error to throw once the dispatcher's signal fired: its own reason when that is a
