@@ -69,26 +69,10 @@ CREATE TABLE :SCHEMA.task_limit (
 );
 
 -- A slot frees when a limited row leaves 'processing' (a fenced finalize, the reap, a release):
--- wake the workers that wait for one. Like notify_inserted (core migration 5), it notifies only
--- while a worker may be asleep, and otherwise holds the table's wake lock shared until commit, so
--- a worker about to sleep claims once more after this commits. The WHEN clause keeps the trigger
--- from running at all for rows under no limit.
-CREATE FUNCTION :SCHEMA.notify_slot_freed() RETURNS trigger LANGUAGE plpgsql AS $$
-DECLARE
-  channel text := 'leasehold:' || TG_TABLE_SCHEMA || '.' || TG_TABLE_NAME;
-  wake regclass := to_regclass(format('%I.%I', TG_TABLE_SCHEMA, TG_TABLE_NAME || '_wake'));
-BEGIN
-  IF wake IS NOT NULL THEN
-    PERFORM pg_advisory_xact_lock_shared(hashtext('leasehold:wake'), hashtext(channel));
-    IF coalesce(pg_sequence_last_value(wake), 0) <= date_part('epoch', clock_timestamp()) * 1000 THEN
-      RETURN NULL;
-    END IF;
-  END IF;
-  PERFORM pg_notify(channel, '');
-  RETURN NULL;
-END
-$$;
-
+-- wake the workers that wait for one, with the insert trigger's function (core migration 5): it
+-- notifies only while a worker may be asleep, and otherwise holds the table's wake lock shared
+-- until commit, so a worker about to sleep claims once more after this commits. The WHEN clause
+-- keeps the trigger from running at all for rows under no limit.
 CREATE TRIGGER task_notify_slot_freed AFTER UPDATE OF status ON :SCHEMA.task
   FOR EACH ROW WHEN (OLD.flow IS NOT NULL AND OLD.status = 'processing' AND NEW.status <> 'processing')
-  EXECUTE FUNCTION :SCHEMA.notify_slot_freed();
+  EXECUTE FUNCTION :SCHEMA.notify_inserted();
