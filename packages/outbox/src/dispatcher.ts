@@ -11,6 +11,7 @@ import { checkDispatchTiming, heldLimit } from './dispatch-timing.js';
 import { MIGRATIONS } from './migrate/generated-migrations.js';
 import { toOutboxMessage } from './outbox-message.js';
 import { outboxTable, type OutboxRow } from './outbox-table.js';
+import { LazyPublishContext } from './publish-context.js';
 import type { Publisher } from './publisher.js';
 
 /** Options of {@link createDispatcher}. */
@@ -106,7 +107,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     table: outboxTable(options.schema),
     // the worker aborts ctx.signal on the publish timeout (handlerTimeout), on shutdown and on
     // a lost lease, and stops waiting for a publisher that ignores it
-    handle: (row, ctx) => publisher.publish(toOutboxMessage(row), { signal: ctx.signal }),
+    handle: (row, ctx) => publisher.publish(toOutboxMessage(row), new LazyPublishContext(ctx)),
     handlerTimeout: publishTimeout,
     owner: options.owner,
     concurrency,
