@@ -77,6 +77,80 @@ export class ShutdownError extends LeaseholdError {
 }
 
 /**
+ * The task was cancelled (`cancelTask`, or its parent's cancel): the reason of a running
+ * handler's `signal`. Its writes are refused from then on; the task stays `cancelled`.
+ */
+export class CancelledError extends LeaseholdError {
+  readonly taskId: string;
+
+  constructor(taskId: string) {
+    super('CANCELLED', `task ${taskId} was cancelled`);
+    this.taskId = taskId;
+  }
+}
+
+/**
+ * This run of a workflow parked (a sleep, a wait for children or a signal) and will run again
+ * when the wait ends; what it recorded so far is kept. Thrown out of `ctx.sleep`, `ctx.waitFor…`
+ * to end the run: let it through (a `catch` that swallows it cannot keep the run going: its
+ * signal has fired and its writes are refused).
+ */
+export class SuspendedError extends LeaseholdError {
+  constructor(readonly waitFor: string) {
+    super('SUSPENDED', `the workflow parked (${waitFor}) and runs again when that wait ends`);
+  }
+}
+
+/** One child task that ended without a result, as {@link ChildTaskError} reports it. */
+export interface ChildFailure {
+  readonly id: string;
+  readonly name: string;
+  readonly status: 'dead' | 'cancelled';
+  /** Its last error (dead) or why it was cancelled, as stored. */
+  readonly error: string | null;
+}
+
+/**
+ * A child task the workflow waited for went dead or was cancelled: thrown by
+ * `ctx.waitForChildren`. Catch it to compensate; uncaught, it fails the parent like any error.
+ */
+export class ChildTaskError extends LeaseholdError {
+  readonly failures: readonly ChildFailure[];
+
+  constructor(failures: readonly ChildFailure[]) {
+    const first = failures[0];
+    super('CHILD_FAILED', `${failures.length} child task(s) failed; first: ${first?.name} ${first?.id} ${first?.status}: ${first?.error ?? ''}`.trim());
+    this.failures = failures;
+  }
+}
+
+/** The task ended without a result: `waitForResult` rejects with this. */
+export class TaskFailedError extends LeaseholdError {
+  constructor(
+    readonly taskId: string,
+    readonly status: 'dead' | 'cancelled',
+    /** Its last error (dead), or why it was cancelled. */
+    readonly error: string | null,
+  ) {
+    super('TASK_FAILED', `task ${taskId} ended ${status}${error === null ? '' : `: ${error.split('\n', 1)[0]}`}`);
+  }
+}
+
+/** No task has this id (in this schema). */
+export class TaskNotFoundError extends LeaseholdError {
+  constructor(readonly taskId: string) {
+    super('NOT_FOUND', `no task ${taskId}`);
+  }
+}
+
+/** `waitForResult` gave up after its `timeout`; the task itself is untouched. */
+export class WaitTimeoutError extends LeaseholdError {
+  constructor(readonly taskId: string, timeoutMs: number) {
+    super('WAIT_TIMEOUT', `task ${taskId} did not end within ${timeoutMs} ms`);
+  }
+}
+
+/**
  * True when `value` is a leasehold error, optionally of one `code`. Matches on `code`, so it
  * works across duplicate copies of the package.
  */

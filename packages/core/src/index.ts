@@ -22,6 +22,17 @@ export type { OrderedEnqueueOptions, EnqueueOptionsArg, EnqueueItemFor } from '.
 export type { InsertedTask } from './sql/task-insert-many.js';
 export { createWorker, type Worker, type WorkerOptions } from './task/create-worker.js';
 export { migrate, type MigrateOptions, type MigrateResult } from './migrate/migrator.js';
+
+// workflows: durable steps, sleeps, children, signals, results, cancellation (docs/workflows.md)
+export type { KyselyTransactionSourceOf } from './task/define-task.js';
+export type { TaskRef } from './workflow/task-ref.js';
+export type { SignalResult, WaitForSignalOptions } from './workflow/workflow-run.js';
+export { defineSignal, type SignalDefinition } from './workflow/define-signal.js';
+export { sendSignal, type SignalSent } from './workflow/send-signal.js';
+export { cancelTask, type CancelOptions } from './workflow/cancel-task.js';
+export { getTask, type TaskInfo } from './workflow/get-task.js';
+export type { TaskReadRow, StepReadRow } from './sql/task-read.js';
+export { waitForResult, type WaitForResultOptions } from './workflow/wait-for-result.js';
 export type { Duration } from './duration.js';
 export { TASK_STATUSES, type TaskStatus } from './task-status.js';
 
@@ -38,6 +49,13 @@ export {
   PayloadValidationError,
   HandlerTimeoutError,
   ShutdownError,
+  CancelledError,
+  SuspendedError,
+  ChildTaskError,
+  type ChildFailure,
+  TaskFailedError,
+  TaskNotFoundError,
+  WaitTimeoutError,
   isLeaseholdError,
 } from './errors.js';
 export {

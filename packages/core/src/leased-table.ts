@@ -32,6 +32,11 @@ export interface LeasedTable<Row = Record<string, unknown>> {
    * for tables without them, whose claim is unchanged.
    */
   readonly limitTable?: string | undefined;
+  /**
+   * Its rows can be parked (`waiting`, core migration 8): every claim moves the parked rows
+   * whose wake time has come back to `pending`. Core's `task` table.
+   */
+  readonly waits?: boolean | undefined;
 }
 
 /** Options of {@link defineLeasedTable}. */
@@ -48,6 +53,8 @@ export interface LeasedTableOptions<Row> {
   mapRow: (raw: Record<string, unknown>) => Row;
   /** The table has the `flow` columns and a `<table>_limit` table. @defaultValue false */
   limits?: boolean;
+  /** Its rows can be parked in `waiting` (core's task table, migration 8). @defaultValue false */
+  waits?: boolean;
 }
 
 /**
@@ -70,6 +77,7 @@ export function defineLeasedTable<Row>(options: LeasedTableOptions<Row>): Leased
     channel: `leasehold:${schema}.${table}`,
     groupTable,
     limitTable,
+    waits: options.waits === true,
   });
 }
 
@@ -90,6 +98,8 @@ export interface TaskRow {
    * or deferral over. What the `leasehold.task.wait.duration` histogram counts from.
    */
   readonly availableAt: Date;
+  /** The task that spawned this one as a child (`ctx.spawn`), or null. */
+  readonly parentId: string | null;
 }
 
 /** The core `task` table in `schema` (default `leasehold`). */
@@ -98,9 +108,11 @@ export function taskTable(schema = 'leasehold'): LeasedTable<TaskRow> {
     schema,
     table: 'task',
     nameColumn: 'name',
-    extraColumns: ['name', 'payload', 'priority', 'group_key', 'dedup_key', 'checkpoint', 'traceparent', 'tracestate', 'available_at'],
+    extraColumns: ['name', 'payload', 'priority', 'group_key', 'dedup_key', 'checkpoint', 'traceparent', 'tracestate', 'available_at', 'parent_id'],
     // rows run under limits (core migration 7, docs/flow-control.md)
     limits: true,
+    // rows park while a workflow sleeps or waits (core migration 8, docs/workflows.md)
+    waits: true,
     mapRow: (raw) => ({
       name: raw.name as string,
       payload: raw.payload,
@@ -111,6 +123,7 @@ export function taskTable(schema = 'leasehold'): LeasedTable<TaskRow> {
       traceparent: (raw.traceparent as string | null) ?? null,
       tracestate: (raw.tracestate as string | null) ?? null,
       availableAt: raw.available_at as Date,
+      parentId: raw.parent_id === null || raw.parent_id === undefined ? null : String(raw.parent_id),
     }),
   });
 }

@@ -15,6 +15,11 @@ export const ERROR_CODES = [
   'SHUTDOWN',
   'NOT_FOUND',
   'DATABASE_NOT_READY',
+  'CANCELLED',
+  'SUSPENDED',
+  'CHILD_FAILED',
+  'TASK_FAILED',
+  'WAIT_TIMEOUT',
 ] as const;
 
 /** One of {@link ERROR_CODES}. */

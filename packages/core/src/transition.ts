@@ -3,7 +3,11 @@
  * {@link toDeferred} or {@link toDead}, so every change sets the columns it must.
  */
 export type Transition =
-  | { readonly to: 'done' }
+  | {
+      readonly to: 'done';
+      /** What the handler returned, as JSON text (stored in `result`); null for nothing. */
+      readonly resultJson: string | null;
+    }
   | {
       readonly to: 'pending';
       readonly delayMs: number;
@@ -15,9 +19,9 @@ export type Transition =
     }
   | { readonly to: 'dead'; readonly error: string };
 
-/** Finished. */
-export function toDone(): Transition {
-  return DONE;
+/** Finished, with the handler's result as JSON text (or null). */
+export function toDone(resultJson: string | null = null): Transition {
+  return resultJson === null ? DONE : { to: 'done', resultJson };
 }
 
 /** Back to pending after a backoff `delayMs`, spending the attempt. */
@@ -43,4 +47,4 @@ export function toDead(error: string): Transition {
   return { to: 'dead', error };
 }
 
-const DONE: Transition = Object.freeze({ to: 'done' });
+const DONE: Transition = Object.freeze({ to: 'done', resultJson: null });

@@ -164,6 +164,17 @@ function claimStatement(shape: ClaimShape, v: ClaimValues): RawBuilder<Record<st
   const flows = shape.flows ? limitClaimCtes({ table, t, limit, nameFilter, flows: flowLiterals(shape.flowNames), flowBatch: sql`${v.flowBatch}` }) : sql``;
   const admitted = shape.flows ? sql`UNION ALL SELECT * FROM flow_taken` : sql``;
   const written = shape.flows ? limitWriteCtes({ table }) : sql``;
+  // parked rows due to wake (a sleep over, a wait's deadline): back to pending, where the next
+  // claim finds them as due rows (this one's snapshot cannot see them change)
+  const woken = table.waits
+    ? sql`, woken AS (
+        UPDATE ${t} AS w SET status = 'pending', scheduled = true, wait_for = NULL
+        WHERE w.id = ANY(ARRAY(
+          SELECT c.id FROM ${t} AS c WHERE c.status = 'waiting' AND c.scheduled AND c.available_at <= now()
+          ORDER BY c.available_at, c.id LIMIT ${limit} FOR UPDATE SKIP LOCKED))
+        RETURNING 1
+      )`
+    : sql``;
   const info = shape.flows
     ? sql`UNION ALL
       SELECT NULL AS claimed, ${nullColumns(table, true, true)},
@@ -200,7 +211,7 @@ function claimStatement(shape: ClaimShape, v: ClaimValues): RawBuilder<Record<st
         ORDER BY c.lease_until, c.id
         LIMIT ${limit}
         FOR UPDATE SKIP LOCKED
-      )${flows}, picked AS (
+      )${woken}${flows}, picked AS (
         SELECT id FROM (SELECT * FROM ready UNION ALL SELECT * FROM due UNION ALL SELECT * FROM expired ${admitted}) AS candidate
         ORDER BY priority DESC, id
         LIMIT ${limit}

@@ -22,6 +22,12 @@ export interface FinalizeItem {
    * its group's next row, which takes the group's lock).
    */
   readonly groupKey?: string | null;
+  /**
+   * The row's parent task (core's task table: a child spawned by a workflow), or null. A child
+   * that ends may wake its parent (core migration 8's trigger locks the parent): the parents are
+   * locked first, in id order, so two batches ending children of the same parents never deadlock.
+   */
+  readonly parentId?: string | null;
 }
 
 /** Result per item, in input order. */
@@ -51,16 +57,27 @@ export async function leaseFinalizeMany(
 ): Promise<FinalizeResult[]> {
   if (items.length === 0) return [];
   const groups = await finishingGroups(executor, table, items);
-  if (groups.length === 0) return finalizeStatement(executor, table, items);
+  const parents = [...new Set(items.flatMap((i) => (i.parentId == null || i.transition.to === 'pending' ? [] : [i.parentId])))];
+  if (groups.length === 0 && parents.length === 0) return finalizeStatement(executor, table, items);
   return inTransaction(
     executor,
     async (trx) => {
-      await leaseLockGroups(trx, table, groups);
+      if (parents.length > 0) await lockParents(trx, table, parents);
+      if (groups.length > 0) await leaseLockGroups(trx, table, groups);
       const results = await finalizeStatement(trx, table, items);
-      await leaseSettleGroups(trx, table, groups);
+      if (groups.length > 0) await leaseSettleGroups(trx, table, groups);
       return results;
     },
-    "finishing an ordered row hands its group's head to the next row",
+    "finishing an ordered row hands its group's head to the next row; an ending child may wake its parent",
+  );
+}
+
+// in id order: the ending children's trigger locks each parent again (already held), so
+// concurrent batches take the parents they share in one order
+async function lockParents(executor: Executor, table: LeasedTable<unknown>, parents: readonly string[]): Promise<void> {
+  await execute(
+    executor,
+    sql`SELECT id FROM ${tableRef(table)} WHERE id = ANY(${[...parents]}::bigint[]) ORDER BY id FOR NO KEY UPDATE`,
   );
 }
 
@@ -91,6 +108,7 @@ async function finalizeStatement(
   const errors: (string | null)[] = [];
   const refunds: number[] = [];
   const maxAges: (number | null)[] = [];
+  const resultsJson: (string | null)[] = [];
   for (const { id, leaseVersion, transition: tr } of items) {
     ids.push(id);
     versions.push(leaseVersion);
@@ -100,7 +118,11 @@ async function finalizeStatement(
     errors.push(tr.to === 'done' || tr.error === null ? null : tr.error.replaceAll('\u0000', '\uFFFD'));
     refunds.push(tr.to === 'pending' && tr.refund ? 1 : 0);
     maxAges.push(tr.to === 'pending' ? tr.maxAgeMs : null);
+    resultsJson.push(tr.to === 'done' ? tr.resultJson : null);
   }
+  // only core's task table has the column, and only its handlers return results
+  const withResults = resultsJson.some((r) => r !== null);
+  const setResult = withResults ? sql`, result = CASE WHEN f.status = 'done' THEN f.result ELSE t.result END` : sql``;
   const t = tableRef(table);
   const rows = await execute<{ id: string; version: string; status: TaskStatus }>(
     executor,
@@ -118,7 +140,7 @@ async function finalizeStatement(
                             ELSE f.error END,
           done_at = CASE WHEN f.status = 'done' THEN now() ELSE t.done_at END,
           lease_owner = NULL,
-          lease_until = NULL
+          lease_until = NULL${setResult}
       FROM (
         SELECT u.*,
                -- a deferral that would make the row older than its bound goes dead instead
@@ -126,8 +148,9 @@ async function finalizeStatement(
                 now() + u.delay_ms * interval '1 millisecond'
                   > c.created_at + u.max_age_ms * interval '1 millisecond') AS too_old
         FROM unnest(${ids}::bigint[], ${versions}::bigint[], ${statuses}::text[],
-                    ${delays}::float8[], ${errors}::text[], ${refunds}::int[], ${maxAges}::float8[])
-             AS u(id, version, status, delay_ms, error, refund, max_age_ms)
+                    ${delays}::float8[], ${errors}::text[], ${refunds}::int[], ${maxAges}::float8[],
+                    ${resultsJson}::jsonb[])
+             AS u(id, version, status, delay_ms, error, refund, max_age_ms, result)
         JOIN ${t} AS c ON c.id = u.id
       ) AS f
       WHERE ${fence('t', sql.ref('f.id'), sql.ref('f.version'))}
@@ -144,12 +167,30 @@ async function finalizeStatement(
  * instead of seven and no join for the defer-age bound, so less to send, plan and run.
  */
 async function finalizeDone(executor: Executor, table: LeasedTable<unknown>, items: readonly FinalizeItem[]): Promise<FinalizeResult[]> {
+  if (items.some((i) => i.transition.to === 'done' && i.transition.resultJson !== null)) return finalizeDoneWithResults(executor, table, items);
   const rows = await execute<{ id: string; version: string; status: TaskStatus }>(
     executor,
     sql`
       UPDATE ${tableRef(table)} AS t
       SET status = 'done', done_at = now(), last_error = NULL, lease_owner = NULL, lease_until = NULL
       FROM unnest(${items.map((i) => i.id)}::bigint[], ${items.map((i) => i.leaseVersion)}::bigint[]) AS f(id, version)
+      WHERE ${fence('t', sql.ref('f.id'), sql.ref('f.version'))}
+      RETURNING t.id, f.version, t.status
+    `,
+    { prepare: false },
+  );
+  return results(items, rows);
+}
+
+/** {@link finalizeDone} storing what the handlers returned (core's task table: `result`). */
+async function finalizeDoneWithResults(executor: Executor, table: LeasedTable<unknown>, items: readonly FinalizeItem[]): Promise<FinalizeResult[]> {
+  const resultsJson = items.map((i) => (i.transition.to === 'done' ? i.transition.resultJson : null));
+  const rows = await execute<{ id: string; version: string; status: TaskStatus }>(
+    executor,
+    sql`
+      UPDATE ${tableRef(table)} AS t
+      SET status = 'done', done_at = now(), last_error = NULL, lease_owner = NULL, lease_until = NULL, result = f.result
+      FROM unnest(${items.map((i) => i.id)}::bigint[], ${items.map((i) => i.leaseVersion)}::bigint[], ${resultsJson}::jsonb[]) AS f(id, version, result)
       WHERE ${fence('t', sql.ref('f.id'), sql.ref('f.version'))}
       RETURNING t.id, f.version, t.status
     `,

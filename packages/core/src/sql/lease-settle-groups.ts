@@ -8,7 +8,7 @@ import { groupTableRef, tableRef } from './table-ref.js';
  * finished since — done or skipped), the group's lowest blocked row is unblocked and becomes
  * the head; a group left with no unfinished row loses its `<table>_group` row. A group whose
  * head is still unfinished (pending, processing or dead — a dead head keeps blocking its group
- * until a person retries or skips it) is left alone. Sends one NOTIFY on the table's channel
+ * until a person retries or skips it; a parked one, `waiting`, until it ends) is left alone. Sends one NOTIFY on the table's channel
  * when it unblocked anything while a worker may be asleep (see core migration 5), so idle
  * workers claim the new heads at once.
  *
@@ -30,7 +30,7 @@ export async function leaseSettleGroups(executor: Executor, table: LeasedTable<u
         SELECT grp.group_key FROM ${g} AS grp
         WHERE grp.group_key = ANY(${keys}::text[])
           AND NOT EXISTS (SELECT 1 FROM ${t} AS h
-                          WHERE h.id = grp.head_id AND h.status IN ('pending', 'processing', 'dead'))
+                          WHERE h.id = grp.head_id AND h.status IN ('pending', 'processing', 'waiting', 'dead'))
       ), next AS (
         SELECT headless.group_key,
                -- the group's key as a range, not "=": with "=" the planner may walk the primary

@@ -7,8 +7,11 @@ import { oldestWaitingAgeMs } from './waiting-since.js';
 
 /** The design article's monitoring queries (its section 6) for one leased table, read in one snapshot. */
 export interface LeaseStats {
-  /** Rows per status (the queue depth); every status is present, 0 when none. */
-  readonly counts: Readonly<Record<TaskStatus, number>>;
+  /**
+   * Rows per status (the queue depth): pending, processing, done and dead always (0 when none);
+   * the workflow statuses, waiting and cancelled (core's task table only), when any row has them.
+   */
+  readonly counts: Readonly<Record<'pending' | 'processing' | 'done' | 'dead', number> & Partial<Record<TaskStatus, number>>>;
   /**
    * How long the longest-waiting unfinished row has waited, in ms by the database's clock: from
    * when it became due if it never ran, else from its creation; a row scheduled for later is not
@@ -47,7 +50,7 @@ export async function leaseStats(executor: Executor, table: LeasedTable<unknown>
                  WHERE status IN ('pending', 'processing') GROUP BY attempts) AS a) AS attempts
     `,
   );
-  const counts: Record<TaskStatus, number> = { pending: 0, processing: 0, done: 0, dead: 0 };
+  const counts: Record<'pending' | 'processing' | 'done' | 'dead', number> & Partial<Record<TaskStatus, number>> = { pending: 0, processing: 0, done: 0, dead: 0 };
   for (const [status, n] of Object.entries(row?.counts ?? {})) counts[status as TaskStatus] = Number(n);
   return {
     counts,

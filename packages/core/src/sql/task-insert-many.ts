@@ -5,6 +5,7 @@ import { leaseLockGroups } from './lease-lock-groups.js';
 import { leaseSettleGroups } from './lease-settle-groups.js';
 import { tableRef } from './table-ref.js';
 import { inTransaction } from './transaction.js';
+import type { TaskRef } from '../workflow/task-ref.js';
 
 /** One checked row for {@link taskInsertMany}. */
 export interface TaskInsert {
@@ -26,10 +27,15 @@ export interface TaskInsert {
   readonly traceparent?: string | null;
   /** @defaultValue null */
   readonly tracestate?: string | null;
+  /** The workflow that spawned it as a child (`ctx.spawn`). @defaultValue null */
+  readonly parentId?: string | null;
 }
 
-/** Id of each inserted (or, for a live dedup key, existing) task, in input order. */
-export interface InsertedTask {
+/**
+ * Id of each inserted (or, for a live dedup key, existing) task, in input order; typed with the
+ * task's result (`waitForResult`, `getTask`).
+ */
+export interface InsertedTask<R = unknown> extends TaskRef<R> {
   readonly id: string;
   /** False when a live task with the same name and dedup key was returned instead. */
   readonly inserted: boolean;
@@ -105,9 +111,10 @@ async function insertOne(executor: Executor, table: LeasedTable<unknown>, row: T
   const [answer] = await execute<{ id: string }>(
     executor,
     sql`
-      INSERT INTO ${t} (name, payload, priority, max_attempts, available_at, scheduled, traceparent, tracestate, flow, flow_key)
+      INSERT INTO ${t} (name, payload, priority, max_attempts, available_at, scheduled, traceparent, tracestate, flow, flow_key, parent_id)
       SELECT ${row.name}::text, ${row.payloadJson}::jsonb, ${row.priority}::int, ${row.maxAttempts}::int, a.at, a.at > now(),
-             ${row.traceparent ?? null}::text, ${row.tracestate ?? null}::text, ${row.flow ?? null}::text, ${row.flowKey ?? null}::text
+             ${row.traceparent ?? null}::text, ${row.tracestate ?? null}::text, ${row.flow ?? null}::text, ${row.flowKey ?? null}::text,
+             ${row.parentId ?? null}::bigint
       FROM (SELECT coalesce(${row.runAt}::timestamptz, now() + ${row.delayMs}::float8 * interval '1 millisecond') AS at) AS a
       RETURNING id
     `,
@@ -130,12 +137,13 @@ async function insertPlain(executor: Executor, table: LeasedTable<unknown>, rows
                     ${rows.map((r) => r.priority)}::int[], ${rows.map((r) => r.maxAttempts)}::int[],
                     ${rows.map((r) => r.runAt)}::timestamptz[], ${rows.map((r) => r.delayMs)}::float8[],
                     ${rows.map((r) => r.traceparent ?? null)}::text[], ${rows.map((r) => r.tracestate ?? null)}::text[],
-                    ${rows.map((r) => r.flow ?? null)}::text[], ${rows.map((r) => r.flowKey ?? null)}::text[])
-             WITH ORDINALITY AS u(name, payload, priority, max_attempts, run_at, delay_ms, traceparent, tracestate, flow, flow_key, n)
+                    ${rows.map((r) => r.flow ?? null)}::text[], ${rows.map((r) => r.flowKey ?? null)}::text[],
+                    ${rows.map((r) => r.parentId ?? null)}::bigint[])
+             WITH ORDINALITY AS u(name, payload, priority, max_attempts, run_at, delay_ms, traceparent, tracestate, flow, flow_key, parent_id, n)
       ), inserted AS (
-        INSERT INTO ${t} (id, name, payload, priority, max_attempts, available_at, scheduled, traceparent, tracestate, flow, flow_key)
+        INSERT INTO ${t} (id, name, payload, priority, max_attempts, available_at, scheduled, traceparent, tracestate, flow, flow_key, parent_id)
           OVERRIDING SYSTEM VALUE
-        SELECT i.id, i.name, i.payload, i.priority, i.max_attempts, a.at, a.at > now(), i.traceparent, i.tracestate, i.flow, i.flow_key
+        SELECT i.id, i.name, i.payload, i.priority, i.max_attempts, a.at, a.at > now(), i.traceparent, i.tracestate, i.flow, i.flow_key, i.parent_id
         FROM input AS i CROSS JOIN LATERAL (SELECT coalesce(i.run_at, now() + i.delay_ms * interval '1 millisecond') AS at) AS a
       )
       SELECT id FROM input ORDER BY n
@@ -164,17 +172,18 @@ async function insertStatement(
                     ${rows.map((r) => r.dedupKey)}::text[], ${rows.map((r) => r.maxAttempts)}::int[],
                     ${rows.map((r) => r.runAt)}::timestamptz[], ${rows.map((r) => r.delayMs)}::float8[],
                     ${rows.map((r) => r.traceparent ?? null)}::text[], ${rows.map((r) => r.tracestate ?? null)}::text[],
-                    ${rows.map((r) => r.flow ?? null)}::text[], ${rows.map((r) => r.flowKey ?? null)}::text[])
-             WITH ORDINALITY AS u(name, payload, priority, group_key, dedup_key, max_attempts, run_at, delay_ms, traceparent, tracestate, flow, flow_key, n)
+                    ${rows.map((r) => r.flow ?? null)}::text[], ${rows.map((r) => r.flowKey ?? null)}::text[],
+                    ${rows.map((r) => r.parentId ?? null)}::bigint[])
+             WITH ORDINALITY AS u(name, payload, priority, group_key, dedup_key, max_attempts, run_at, delay_ms, traceparent, tracestate, flow, flow_key, parent_id, n)
       ), inserted AS (
         INSERT INTO ${t} AS t
-          (id, name, payload, priority, group_key, dedup_key, max_attempts, available_at, blocked, scheduled, traceparent, tracestate, flow, flow_key)
+          (id, name, payload, priority, group_key, dedup_key, max_attempts, available_at, blocked, scheduled, traceparent, tracestate, flow, flow_key, parent_id)
           OVERRIDING SYSTEM VALUE
         SELECT i.id, i.name, i.payload, i.priority, i.group_key, i.dedup_key, i.max_attempts, a.at,
                -- an ordered row waits behind its group's head until settled
                i.group_key IS NOT NULL,
                a.at > now(),
-               i.traceparent, i.tracestate, i.flow, i.flow_key
+               i.traceparent, i.tracestate, i.flow, i.flow_key, i.parent_id
         FROM input AS i CROSS JOIN LATERAL (SELECT coalesce(i.run_at, now() + i.delay_ms * interval '1 millisecond') AS at) AS a
         -- one canonical order of dedup keys for every producer: two batches that share keys
         -- take them in the same order, so neither waits for the other while holding one it needs

@@ -5,7 +5,14 @@ import type { Claimed } from '../sql/lease-row.js';
 import { taskCheckpoint } from '../sql/task-checkpoint.js';
 import type { PgPoolLike } from '../sql/transaction.js';
 import { CORE_MIGRATION_LINE } from '../worker/core-migration-line.js';
-import type { HandlerContext } from '../worker/handler-context.js';
+import { runnerControl, type HandlerContext } from '../worker/handler-context.js';
+import { WorkflowRun } from '../workflow/workflow-run.js';
+import { recordedJson } from '../workflow/json-value.js';
+import type { TransactionSource } from '../sql/transaction.js';
+import type { SignalDefinition } from '../workflow/define-signal.js';
+import type { TaskRef } from '../workflow/task-ref.js';
+import type { SignalResult, WaitForSignalOptions } from '../workflow/workflow-run.js';
+import type { EnqueueItemFor } from './enqueue-args.js';
 import type { LeaseWorker } from '../worker/lease-worker.js';
 import { limitDeclarations } from '../limits/limit-declarations.js';
 import { createScheduler } from '../schedule/scheduler.js';
@@ -90,7 +97,9 @@ export function createWorker(options: WorkerOptions): Worker {
       const def = definition(task);
       // an invalid payload throws PayloadValidationError: the task goes dead with the message
       const payload = validatePayload(def, task.payload);
-      await def.handler(payload, new Context(pool, table, task, ctx, schema));
+      const result = await def.handler(payload, new Context(pool, table, task, ctx, schema));
+      // not JSON: a PermanentError before anything is written (retrying returns the same)
+      if (result !== undefined) runnerControl(ctx)?.result(recordedJson(result, `the result of task "${def.name}"`));
     },
   }, scheduler);
 }
@@ -109,6 +118,7 @@ class Context implements TaskContext<unknown> {
   #task: TaskContext<unknown>['task'] | undefined;
   #checkpoint: TaskContext<unknown>['checkpoint'] | undefined;
   #enqueue: TaskContext<unknown>['enqueue'] | undefined;
+  #workflow: WorkflowRun | undefined;
 
   constructor(pool: PgPoolLike, table: ReturnType<typeof taskTable>, claimed: Claimed<TaskRow>, ctx: HandlerContext, schema: string | undefined) {
     this.#pool = pool;
@@ -146,6 +156,36 @@ class Context implements TaskContext<unknown> {
       // thrown out of the handler, this aborts the task and writes nothing
       if (!saved) throw new LeaseLostError(task.id, task.leaseVersion, `checkpoint refused: task ${task.id} lease moved on`);
     });
+  }
+
+  // the workflow methods share one WorkflowRun per run: its recorded steps and used names
+  get #run(): WorkflowRun {
+    return (this.#workflow ??= new WorkflowRun(this.#pool, this.#table, this.#claimed, this.#ctx));
+  }
+
+  step<T>(name: string, fn: () => Promise<T> | T): Promise<T> {
+    return this.#run.step(name, fn);
+  }
+
+  dbStep<T>(name: string, ...rest: unknown[]): Promise<T> {
+    const [db, fn] = rest.length >= 2 ? rest : [undefined, rest[0]];
+    return this.#run.dbStep(name, db as TransactionSource | undefined, fn as Parameters<WorkflowRun['dbStep']>[2]) as Promise<T>;
+  }
+
+  sleep(name: string, duration: Parameters<TaskContext<unknown>['sleep']>[1]): Promise<void> {
+    return this.#run.sleep(name, duration);
+  }
+
+  spawn<Q, O extends boolean, R>(name: string, task: TaskDefinition<Q, unknown, O, R>, items: readonly EnqueueItemFor<NoInfer<Q>, O>[]): Promise<TaskRef<R>[]> {
+    return this.#run.spawn(name, task, items);
+  }
+
+  waitForChildren<R>(children: readonly TaskRef<R>[]): Promise<R[]> {
+    return this.#run.waitForChildren(children);
+  }
+
+  waitForSignal<S>(signal: SignalDefinition<S>, options?: WaitForSignalOptions): Promise<SignalResult<S>> {
+    return this.#run.waitForSignal(signal, options);
   }
 
   get enqueue(): TaskContext<unknown>['enqueue'] {

@@ -3,7 +3,14 @@ import { checkInteger } from '../input/integer.js';
 import { INTEGER_RANGES } from '../input/limits.js';
 import { checkName } from '../input/text.js';
 import { isLimitDefinition, type LimitDefinition } from '../limits/define-limit.js';
+import type { Duration } from '../duration.js';
+import type { PgPoolLike } from '../sql/transaction.js';
 import type { HandlerContext } from '../worker/handler-context.js';
+import type { SignalDefinition } from '../workflow/define-signal.js';
+import type { TaskRef } from '../workflow/task-ref.js';
+import type { SignalResult, WaitForSignalOptions } from '../workflow/workflow-run.js';
+import type { PgQueryable } from '../sql/execute.js';
+import type { EnqueueItemFor } from './enqueue-args.js';
 import { runSettings, type RunOptions, type RunSettings } from '../worker/settings.js';
 import type { EnqueueOptionsArg } from './enqueue-args.js';
 
@@ -36,12 +43,68 @@ export interface TaskContext<C = unknown> extends HandlerContext {
    * task fails, or its lease is lost, the follow-up is never written.
    */
   enqueue<Q, O extends boolean = boolean>(task: TaskDefinition<Q, unknown, O>, payload: NoInfer<Q>, ...options: EnqueueOptionsArg<O>): void;
+
+  // workflows (docs/workflows.md): each of these is recorded under a name unique in the run, with
+  // the fence; when the task runs again (a crash, a retry, a wake) a recorded one returns what it
+  // recorded without running. Data must be JSON: plain objects, arrays, strings, finite numbers,
+  // booleans, null.
+
+  /**
+   * Runs `fn` once and records its result: a later run of this task returns the recorded result
+   * without calling `fn`. If the process dies after `fn`'s effect and before the record, `fn`
+   * runs again: make its effect idempotent (the task id and step name make a good key).
+   */
+  step<T>(name: string, fn: () => Promise<T> | T): Promise<T>;
+  /**
+   * Runs `fn` in a transaction on the worker's pool and commits its writes together with the
+   * step's record, under the fence: if the lease was lost, everything rolls back. Exactly once,
+   * for writes to the database that holds the task table.
+   */
+  dbStep<T>(name: string, fn: (client: PgQueryable) => Promise<T>): Promise<T>;
+  /**
+   * {@link dbStep} in a transaction of `db` (a Kysely instance, or a `pg` pool, of the database
+   * that holds the task table): `fn` gets its transaction.
+   */
+  dbStep<T, Trx>(name: string, db: KyselyTransactionSourceOf<Trx>, fn: (trx: Trx) => Promise<T>): Promise<T>;
+  /** {@link dbStep} in a transaction on another `pg` pool of the same database. */
+  dbStep<T>(name: string, db: PgPoolLike, fn: (client: PgQueryable) => Promise<T>): Promise<T>;
+  /**
+   * Parks the task for `duration` (or until a `Date`) without holding a slot or spending an
+   * attempt; the run ends here (`SuspendedError`) and the task resumes past the sleep.
+   */
+  sleep(name: string, duration: Duration | Date): Promise<void>;
+  /**
+   * Enqueues child tasks, once: recorded as a step, committed with the fence. Returns handles for
+   * {@link waitForChildren}. Children take enqueue's options except `dedupKey`.
+   */
+  spawn<Q, O extends boolean, R>(name: string, task: TaskDefinition<Q, unknown, O, R>, items: readonly EnqueueItemFor<NoInfer<Q>, O>[]): Promise<TaskRef<R>[]>;
+  /**
+   * The children's results, in the order given. While any child of this task is unfinished the
+   * task parks (no slot, no attempt spent) and resumes when the last one ends. A dead or
+   * cancelled child throws `ChildTaskError`, which the handler may catch to compensate.
+   */
+  waitForChildren<R>(children: readonly TaskRef<R>[]): Promise<R[]>;
+  /**
+   * The next `signal` sent to this task (`sendSignal`), or `{ timedOut: true }` once `timeout`
+   * has passed since the wait first ran. A signal sent before the wait is kept for it. Parks
+   * while it waits.
+   */
+  waitForSignal<S>(signal: SignalDefinition<S>, options?: WaitForSignalOptions): Promise<SignalResult<S>>;
+}
+
+/** A Kysely instance as `ctx.dbStep` takes it: its transactions are what the step's function gets. */
+export interface KyselyTransactionSourceOf<Trx> {
+  /** Kysely's transaction builder. */
+  transaction(): { execute<T>(callback: (trx: Trx) => Promise<T>): Promise<T> };
 }
 
 /** Options of {@link defineTask}. */
-export interface TaskOptions<P, C = unknown> extends RunOptions {
-  /** Runs the task. Throw `PermanentError`, `DeferError` or anything else (retryable). */
-  handler: (payload: P, ctx: TaskContext<C>) => Promise<void> | void;
+export interface TaskOptions<P, C = unknown, R = unknown> extends RunOptions {
+  /**
+   * Runs the task. Throw `PermanentError`, `DeferError` or anything else (retryable). What it
+   * returns (JSON) is stored with the task: `getTask`, `waitForResult`, a parent's `waitForChildren`.
+   */
+  handler: (payload: P, ctx: TaskContext<C>) => Promise<R> | R;
   /** Checks payloads at enqueue and again before running. */
   validate?: PayloadValidator<P>;
   /** Attempts before the task goes dead (a crash counts). @defaultValue 12 */
@@ -59,11 +122,11 @@ export interface TaskOptions<P, C = unknown> extends RunOptions {
 }
 
 /** A checked task definition: what `enqueue` and `createWorker` take. */
-export interface TaskDefinition<P, C = unknown, O extends boolean = boolean> {
+export interface TaskDefinition<P, C = unknown, O extends boolean = boolean, R = unknown> {
   readonly name: string;
   // method syntax on purpose: a list of differently typed tasks is a TaskDefinition<unknown>[]
   /** Runs one task; what it throws decides the outcome (see {@link TaskOptions.handler}). */
-  handler(payload: P, ctx: TaskContext<C>): Promise<void> | void;
+  handler(payload: P, ctx: TaskContext<C>): Promise<R> | R;
   readonly validate: PayloadValidator<P> | undefined;
   readonly maxAttempts: number;
   readonly priority: number;
@@ -75,7 +138,10 @@ export interface TaskDefinition<P, C = unknown, O extends boolean = boolean> {
 }
 
 /**
- * Defines a task type. The payload type flows from here into `enqueue` and the handler.
+ * Defines a task type. The payload type flows from here into `enqueue` and the handler; the
+ * result type (what the handler returns) into `waitForResult`, `getTask` and a parent's
+ * `ctx.waitForChildren`. Annotate the handler's payload to have both inferred:
+ * `defineTask('charge', { handler: async (p: Charge) => ({ chargeId }) })`.
  *
  * @example
  * const sendEmail = defineTask<{ to: string }>('send-email', {
@@ -85,10 +151,10 @@ export interface TaskDefinition<P, C = unknown, O extends boolean = boolean> {
  * });
  */
 // an ordered task's definition says so in its type, so that enqueue requires its groupKey
-export function defineTask<P, C = unknown>(name: string, options: TaskOptions<P, C> & { ordered: true }): TaskDefinition<P, C, true>;
-export function defineTask<P, C = unknown>(name: string, options: TaskOptions<P, C> & { ordered?: false }): TaskDefinition<P, C, false>;
-export function defineTask<P, C = unknown>(name: string, options: TaskOptions<P, C>): TaskDefinition<P, C>;
-export function defineTask<P, C = unknown>(name: string, options: TaskOptions<P, C>): TaskDefinition<P, C> {
+export function defineTask<P, C = unknown, R = unknown>(name: string, options: TaskOptions<P, C, R> & { ordered: true }): TaskDefinition<P, C, true, R>;
+export function defineTask<P, C = unknown, R = unknown>(name: string, options: TaskOptions<P, C, R> & { ordered?: false }): TaskDefinition<P, C, false, R>;
+export function defineTask<P, C = unknown, R = unknown>(name: string, options: TaskOptions<P, C, R>): TaskDefinition<P, C, boolean, R>;
+export function defineTask<P, C = unknown, R = unknown>(name: string, options: TaskOptions<P, C, R>): TaskDefinition<P, C, boolean, R> {
   checkName(name, 'name', 'the task name');
   if (typeof options?.handler !== 'function') {
     throw new ConfigError('handler', `Expected \`handler\` of task "${name}" to be a function`);

@@ -29,13 +29,13 @@ export interface EnqueueItem<P> extends Omit<EnqueueOptions, 'schema'> {
  *   await enqueue(trx, sendWelcome, { userId: user.id });
  * });
  */
-export async function enqueue<P, O extends boolean = boolean>(
+export async function enqueue<P, O extends boolean = boolean, R = unknown>(
   executor: Executor,
-  task: TaskDefinition<P, unknown, O>,
+  task: TaskDefinition<P, unknown, O, R>,
   payload: NoInfer<P>,
   ...[options = {}]: EnqueueOptionsArg<O>
-): Promise<InsertedTask> {
-  const [row] = await enqueueMany<P, boolean>(executor, task, [{ ...options, payload }], { schema: options.schema });
+): Promise<InsertedTask<R>> {
+  const [row] = await enqueueMany<P, boolean, R>(executor, task, [{ ...options, payload }], { schema: options.schema });
   return row!;
 }
 
@@ -44,12 +44,12 @@ export async function enqueue<P, O extends boolean = boolean>(
  * order; an item whose `dedupKey` is live, or repeats an earlier item's key, gets that task's id.
  * With OpenTelemetry active, each task carries the caller's trace context to its worker's span.
  */
-export async function enqueueMany<P, O extends boolean = boolean>(
+export async function enqueueMany<P, O extends boolean = boolean, R = unknown>(
   executor: Executor,
-  task: TaskDefinition<P, unknown, O>,
+  task: TaskDefinition<P, unknown, O, R>,
   items: readonly EnqueueItemFor<NoInfer<P>, O>[],
   options: { schema?: string } = {},
-): Promise<InsertedTask[]> {
+): Promise<InsertedTask<R>[]> {
   const table = taskTable(options.schema);
   if (otelNow() === undefined) await otel(); // once per process: the optional API loads lazily
   const rows = prepareInserts(task, items);
@@ -65,11 +65,11 @@ export async function enqueueMany<P, O extends boolean = boolean>(
   });
   const inserted = await taskInsertMany(executor, table, unique);
   const answered = new Set<number>();
-  return slot.map((i) => {
+  return slot.map((i): InsertedTask<R> => {
     const row = inserted[i]!;
     if (answered.has(i)) return { id: row.id, inserted: false }; // a repeat of an earlier item's key
     answered.add(i);
-    return row;
+    return row as InsertedTask<R>; // the phantom result type only
   });
 }
 

@@ -24,8 +24,11 @@ export interface TelemetryNaming<Row> {
   readonly availableAtMs?: (row: Claimed<Row>) => number | undefined;
 }
 
-/** What became of an attempt, as its span says: a counted outcome, or released by a stopping worker. */
-export type SettledAs = CountedOutcome | 'released';
+/**
+ * What became of an attempt, as its span says: a counted outcome; or, uncounted, released by a
+ * stopping worker, parked by its workflow (`suspended`) or cancelled.
+ */
+export type SettledAs = CountedOutcome | 'released' | 'suspended' | 'cancelled';
 
 /** What a worker's {@link TaskTelemetry}s share. */
 interface Shared<Row> {
@@ -172,7 +175,9 @@ export class TaskTelemetry<Row> {
   settle(outcome: SettledAs, error?: Error): void {
     if (this.#settled) return;
     this.#settled = true;
-    if (outcome !== 'released' && this.#series !== undefined) this.#series.counts[COUNT_INDEX[outcome]]!++;
+    if (outcome !== 'released' && outcome !== 'suspended' && outcome !== 'cancelled' && this.#series !== undefined) {
+      this.#series.counts[COUNT_INDEX[outcome]]!++;
+    }
     const span = this.#span;
     if (span === undefined) return;
     span.setAttribute(ATTR.outcome, outcome);

@@ -24,6 +24,13 @@ export interface WorkerEventMap<Row> {
   'task:dead': [{ task: Claimed<Row>; error: Error }];
   /** The fencing token moved on (heartbeat or finalize refused): this worker's result was not written. */
   'task:lease-lost': [{ task: Claimed<Row>; error: LeaseLostError }];
+  /**
+   * The workflow parked (a sleep, a wait for children or a signal): its row is `waiting` (or
+   * `pending` again when the wait ended as it parked), attempt refunded; it runs again on wake.
+   */
+  'task:suspended': [{ task: Claimed<Row> }];
+  /** `cancelTask` ended the running task: its signal fired with a `CancelledError`; nothing of the run is written. */
+  'task:cancelled': [{ task: Claimed<Row> }];
   /** Returned to pending unfinished, attempt refunded (the worker is stopping). */
   'task:released': [{ task: Claimed<Row> }];
   /** Reap sent a task dead: its lease expired on its last attempt (crashing worker?). */

@@ -20,3 +20,25 @@ export interface HandlerContext {
    */
   onCommit(hook: CommitHook): void;
 }
+
+/**
+ * What core's typed tasks tell the runner beyond the public context: found on the runner's
+ * context under this symbol. @internal
+ */
+export const RUNNER_CONTROL: unique symbol = Symbol('leasehold.runner-control');
+
+/** @internal */
+export interface RunnerControl {
+  /** The handler's result, as JSON text, to store with its fenced `done`. */
+  result(json: string | null): void;
+  /**
+   * The run parked (its row is `waiting` or was handed back as `pending`, written already): the
+   * handler's signal fires with `reason`, nothing more is written for this run.
+   */
+  suspended(reason: Error): void;
+}
+
+/** The runner's control of a context made by the worker runtime, if it is one. @internal */
+export function runnerControl(ctx: HandlerContext): RunnerControl | undefined {
+  return (ctx as Partial<Record<typeof RUNNER_CONTROL, RunnerControl>>)[RUNNER_CONTROL];
+}

@@ -2,6 +2,7 @@ import { toError } from '../errors.js';
 import type { LeasedTable } from '../leased-table.js';
 import type { Executor } from '../sql/execute.js';
 import { leaseExtendMany, type ExtendItem } from '../sql/lease-extend-many.js';
+import { leaseReadState } from '../sql/lease-read-state.js';
 import { tokenKey } from '../sql/lease-row.js';
 
 /**
@@ -14,7 +15,7 @@ export class Heartbeat {
   readonly #table: LeasedTable<unknown>;
   readonly #intervalMs: number;
   readonly #inFlight: () => ExtendItem[];
-  readonly #onLost: (item: ExtendItem) => void;
+  readonly #onLost: (item: ExtendItem, cancelled: boolean) => void;
   readonly #onError: (error: Error) => void;
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<void> | undefined;
@@ -24,7 +25,8 @@ export class Heartbeat {
     table: LeasedTable<unknown>;
     intervalMs: number;
     inFlight: () => ExtendItem[];
-    onLost: (item: ExtendItem) => void;
+    /** `cancelled`: the row is `cancelled` at this token (`cancelTask`), not taken over. */
+    onLost: (item: ExtendItem, cancelled: boolean) => void;
     onError: (error: Error) => void;
   }) {
     this.#executor = options.executor;
@@ -59,6 +61,16 @@ export class Heartbeat {
       this.#onError(toError(error));
       return;
     }
-    for (const item of items) if (!extended.has(tokenKey(item))) this.#onLost(item);
+    const lost = items.filter((item) => !extended.has(tokenKey(item)));
+    if (lost.length === 0) return;
+    // why: a cancel leaves the token where it was; a takeover moves it
+    const now = await leaseReadState(this.#executor, this.#table, lost.map((i) => i.id)).catch((error: unknown) => {
+      this.#onError(toError(error));
+      return undefined;
+    });
+    for (const item of lost) {
+      const state = now?.get(item.id);
+      this.#onLost(item, state?.status === 'cancelled' && state.leaseVersion === item.leaseVersion);
+    }
   }
 }

@@ -109,7 +109,7 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
       table,
       intervalMs: this.#o.heartbeatIntervalMs,
       inFlight: () => this.#runner.leases(),
-      onLost: (token) => this.#runner.heartbeatLost(token),
+      onLost: (token, cancelled) => this.#runner.heartbeatLost(token, cancelled),
       onError: (error) => this.#db.abandoned || safeEmit(this, 'heartbeat:failed', { error }),
     });
     this.#listener = this.#o.listen

@@ -5,7 +5,7 @@ import type { PgPoolLike } from '../sql/transaction.js';
 
 /** The `pg` client surface the listener uses. */
 interface NotifyingClient extends PgQueryable {
-  on(event: 'notification', listener: () => void): unknown;
+  on(event: 'notification', listener: (message: { payload?: string }) => void): unknown;
   on(event: 'error', listener: (error: Error) => void): unknown;
   removeAllListeners(event: 'notification'): unknown;
 }
@@ -44,7 +44,8 @@ interface ListenConnection {
 export class Listener {
   readonly #open: (track: (cut: () => void) => void) => Promise<ListenConnection>;
   readonly #channel: string;
-  readonly #onNotify: () => void;
+  /** `payload`: the notification's; undefined after a (re)connect, when any may have been missed. */
+  readonly #onNotify: (payload?: string) => void;
   readonly #onError: (error: Error) => void;
   #connection: ListenConnection | undefined;
   /** Cuts the connection being opened, if any. */
@@ -54,7 +55,7 @@ export class Listener {
   #retryTimer: NodeJS.Timeout | undefined;
   #failures = 0;
 
-  constructor(pool: PgPoolLike, channel: string, onNotify: () => void, onError: (error: Error) => void) {
+  constructor(pool: PgPoolLike, channel: string, onNotify: (payload?: string) => void, onError: (error: Error) => void) {
     this.#open = isPgPool(pool) ? (track) => openOwnClient(pool, track) : () => borrow(pool);
     this.#channel = channel;
     this.#onNotify = onNotify;
@@ -91,7 +92,7 @@ export class Listener {
       connection = await this.#open((cut) => (this.#cutOpening = cut));
       const opened = connection;
       opened.client.on('error', (error) => this.#lost(opened, error));
-      opened.client.on('notification', () => this.#onNotify());
+      opened.client.on('notification', (message) => this.#onNotify(message?.payload));
       // the channel is built from validated identifiers; LISTEN takes no parameters
       await execute(opened.client, sql`LISTEN ${sql.id(this.#channel)}`);
       if (this.#stopped) {

@@ -1,17 +1,17 @@
 import type { EventEmitter } from 'eventemitter3';
 import { parseDuration, type Duration } from '../duration.js';
-import { HandlerTimeoutError, LeaseLostError, ShutdownError, toError } from '../errors.js';
+import { CancelledError, HandlerTimeoutError, LeaseLostError, ShutdownError, toError } from '../errors.js';
 import { classifyOutcome } from '../outcome.js';
 import type { LeaseToken } from '../primitives.js';
 import { leaseExtendMany, type ExtendItem } from '../sql/lease-extend-many.js';
 import type { FinalizeResult } from '../sql/lease-finalize-many.js';
 import { tokenKey, type Claimed } from '../sql/lease-row.js';
 import { WorkerTelemetry, type TaskTelemetry } from '../telemetry/worker-telemetry.js';
-import { toReleased, type Transition } from '../transition.js';
+import { toDone, toReleased, type Transition } from '../transition.js';
 import { transitionFor } from '../transition-for.js';
 import { listened, safeEmit, type WorkerEventMap } from './events.js';
 import type { CommitHook, Finalizer } from './finalizer.js';
-import type { HandlerContext } from './handler-context.js';
+import { RUNNER_CONTROL, type HandlerContext, type RunnerControl } from './handler-context.js';
 import type { NormalizedLeaseWorkerOptions } from './lease-worker-options.js';
 import { emitOutcome } from './outcome-event.js';
 import { runUntilAborted } from './run-handler.js';
@@ -31,6 +31,10 @@ class Held<Row> {
   writing = false;
   /** Its span and figures, when an OpenTelemetry SDK is registered. */
   tel: TaskTelemetry<Row> | undefined;
+  /** What the handler returned, as JSON text (typed tasks), stored with `done`. */
+  resultJson: string | null = null;
+  /** The run parked (a workflow's wait): its row is written already, nothing more is. */
+  suspended = false;
 
   constructor(
     readonly task: Claimed<Row>,
@@ -125,10 +129,23 @@ export class TaskRunner<Row> {
     return [...this.#held.values()].map((h) => ({ id: h.task.id, leaseVersion: h.task.leaseVersion, leaseMs: h.settings.leaseMs }));
   }
 
-  /** The heartbeat could not extend this lease. */
-  heartbeatLost(token: LeaseToken): void {
+  /** The heartbeat could not extend this lease; `cancelled`: because `cancelTask` ended the task. */
+  heartbeatLost(token: LeaseToken, cancelled = false): void {
+    const h = this.#held.get(tokenKey(token));
     // a tick that raced a task's own fenced write is no news: the write reports the truth
-    if (!this.#held.get(tokenKey(token))?.writing) this.leaseLost(token);
+    if (h === undefined || h.writing) return;
+    if (cancelled) this.#cancelled(h);
+    else this.leaseLost(token);
+  }
+
+  // Someone cancelled the running task: its row is `cancelled` already, so the fence refuses any
+  // write of this run; the handler's signal fires with a CancelledError.
+  #cancelled(h: Held<Row>): void {
+    if (h.abort.aborted) return;
+    const error = new CancelledError(h.task.id);
+    h.abort.abort(error);
+    this.#p.log.write('info', `cancelled: task ${h.task.id}`, this.#p.log.task(h.task));
+    safeEmit(this.#p.emitter, 'task:cancelled', { task: h.task });
   }
 
   /** Takes charge of a claimed task: runs it now if a slot is free, else buffers it. */
@@ -238,12 +255,18 @@ export class TaskRunner<Row> {
     const threw = thrown !== NOTHING;
     const reason: unknown = h.abort.aborted ? h.abort.reason : undefined;
     if (reason instanceof LeaseLostError) return h.tel?.settle('lease_lost', reason); // reported when detected; write nothing
+    if (reason instanceof CancelledError) return h.tel?.settle('cancelled', reason); // its row says so already
+    if (h.suspended) {
+      // the park was the write; the run ends here whatever the handler did after it
+      if (listened(this.#p.emitter, 'task:suspended')) safeEmit(this.#p.emitter, 'task:suspended', { task });
+      return h.tel?.settle('suspended');
+    }
     if (reason instanceof ShutdownError) {
       await this.#giveBack(h);
       return;
     }
     const outcome = classifyOutcome(threw && reason !== undefined ? reason : threw ? thrown : undefined, threw);
-    const transition = transitionFor(outcome, task, settings.policy);
+    const transition = outcome.kind === 'success' && h.resultJson !== null ? toDone(h.resultJson) : transitionFor(outcome, task, settings.policy);
     if (transition === null) {
       this.leaseLost(task);
       return h.tel?.settle('lease_lost', h.abort.reason as Error);
@@ -256,7 +279,9 @@ export class TaskRunner<Row> {
 
   /** Writes a fenced transition; a refusal is reported as a lost lease. */
   async #write(h: Held<Row>, transition: Transition): Promise<FinalizeResult> {
-    const item = { id: h.task.id, leaseVersion: h.task.leaseVersion, transition, groupKey: h.task.groupKey };
+    // a child task (core's task table) may wake its parent when it ends
+    const parentId = (h.task as { readonly parentId?: string | null }).parentId ?? null;
+    const item = { id: h.task.id, leaseVersion: h.task.leaseVersion, transition, groupKey: h.task.groupKey, parentId };
     const result =
       transition.to === 'done' && h.hooks !== undefined
         ? await this.#p.finalizer.submitWithHooks(item, h.hooks)
@@ -307,10 +332,22 @@ class Context<Row> implements HandlerContext {
   readonly #held: Held<Row>;
   #extendLease: HandlerContext['extendLease'] | undefined;
   #onCommit: HandlerContext['onCommit'] | undefined;
+  #control: RunnerControl | undefined;
 
   constructor(runner: TaskRunner<Row>, held: Held<Row>) {
     this.#runner = runner;
     this.#held = held;
+  }
+
+  get [RUNNER_CONTROL](): RunnerControl {
+    const h = this.#held;
+    return (this.#control ??= {
+      result: (json) => void (h.resultJson = json),
+      suspended: (reason) => {
+        h.suspended = true;
+        h.abort.abort(reason);
+      },
+    });
   }
 
   get signal(): AbortSignal {

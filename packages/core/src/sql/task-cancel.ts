@@ -1,0 +1,66 @@
+import { sql } from 'kysely';
+import type { LeasedTable } from '../leased-table.js';
+import { execute, type Executor } from './execute.js';
+import { leaseLockGroupsOfRows } from './lease-lock-groups.js';
+import { leaseSettleGroups } from './lease-settle-groups.js';
+import { tableRef } from './table-ref.js';
+import { inTransaction } from './transaction.js';
+
+/** What {@link taskCancelTree} did. */
+export interface CancelOutcome {
+  /** False: no task has the id. */
+  readonly found: boolean;
+  /** The ids moved to `cancelled`: the task (unless it had ended already), then its descendants. */
+  readonly cancelled: string[];
+}
+
+/**
+ * Cancels a task and every unfinished descendant (children spawned by it, theirs, …) in one
+ * transaction (the caller's when `executor` is one): each pending, processing, waiting or dead
+ * row becomes `cancelled`, its lease cleared (a running handler's next fenced write is refused;
+ * its heartbeat learns it was cancelled). An ordered group whose head was cancelled hands its
+ * head to the next row, under the group's lock. Ended rows (done, cancelled) stay as they are.
+ */
+export async function taskCancelTree(executor: Executor, table: LeasedTable<unknown>, id: string, reason: string): Promise<CancelOutcome> {
+  return inTransaction(
+    executor,
+    async (trx) => {
+      const t = tableRef(table);
+      const tree = await execute<{ id: string; open: boolean }>(
+        trx,
+        sql`
+          WITH RECURSIVE tree(id) AS (
+            SELECT id FROM ${t} WHERE id = ${id}::bigint
+            UNION
+            SELECT c.id FROM ${t} AS c JOIN tree ON c.parent_id = tree.id
+          )
+          SELECT r.id, r.status IN ('pending', 'processing', 'waiting', 'dead') AS open
+          FROM tree JOIN ${t} AS r ON r.id = tree.id
+        `,
+      );
+      if (tree.length === 0) return { found: false, cancelled: [] };
+      const open = tree.filter((r) => r.open).map((r) => String(r.id));
+      if (open.length === 0) return { found: true, cancelled: [] };
+      const groups = await leaseLockGroupsOfRows(trx, table, open);
+      const changed = await execute<{ id: string }>(
+        trx,
+        sql`
+          UPDATE ${t} AS c
+          SET status = 'cancelled', resolution = ${`cancelled: ${reason}`.replaceAll('\u0000', '\uFFFD')}, resolved_at = now(),
+              done_at = now(), lease_owner = NULL, lease_until = NULL, wait_for = NULL, scheduled = false,
+              -- out of its group's queue: the group's next head is chosen among blocked rows
+              blocked = false
+          WHERE c.id = ANY(${open}::bigint[]) AND c.status IN ('pending', 'processing', 'waiting', 'dead')
+          RETURNING c.id
+        `,
+        { prepare: false },
+      );
+      if (groups.length > 0) await leaseSettleGroups(trx, table, groups);
+      const ids = new Set(changed.map((r) => String(r.id)));
+      // the task first, then its descendants in id order
+      const ordered = [...ids].sort((a, b) => (a === id ? -1 : b === id ? 1 : a.length - b.length || (a < b ? -1 : 1)));
+      return { found: true, cancelled: ordered };
+    },
+    "cancelling a tree of tasks settles their ordering groups",
+  );
+}

@@ -1,0 +1,122 @@
+import { sql } from 'kysely';
+import type { LeasedTable } from '../leased-table.js';
+import type { TaskStatus } from '../task-status.js';
+import { execute, type Executor } from './execute.js';
+import { stepTableRef } from './task-steps.js';
+import { tableRef } from './table-ref.js';
+
+/** A task row as `getTask` reads it. */
+export interface TaskReadRow {
+  readonly id: string;
+  readonly name: string;
+  readonly status: TaskStatus;
+  readonly payload: unknown;
+  /** Undefined when the handler returned nothing (or has not returned). */
+  readonly result: unknown;
+  readonly lastError: string | null;
+  readonly resolution: string | null;
+  readonly attempts: number;
+  readonly maxAttempts: number;
+  readonly parentId: string | null;
+  readonly waitFor: string | null;
+  readonly availableAt: Date;
+  readonly createdAt: Date;
+  readonly doneAt: Date | null;
+}
+
+/** One task by id, or undefined. No locks. */
+export async function taskRead(executor: Executor, table: LeasedTable<unknown>, id: string): Promise<TaskReadRow | undefined> {
+  const [r] = await execute<Record<string, unknown>>(
+    executor,
+    sql`
+      SELECT id, name, status, payload, result, result IS NULL AS nothing, last_error, resolution, attempts, max_attempts,
+             parent_id, wait_for, available_at, created_at, done_at
+      FROM ${tableRef(table)} WHERE id = ${id}::bigint
+    `,
+  );
+  if (r === undefined) return undefined;
+  return {
+    id: String(r.id),
+    name: r.name as string,
+    status: r.status as TaskStatus,
+    payload: r.payload,
+    result: r.nothing === true ? undefined : r.result,
+    lastError: (r.last_error as string | null) ?? null,
+    resolution: (r.resolution as string | null) ?? null,
+    attempts: Number(r.attempts),
+    maxAttempts: Number(r.max_attempts),
+    parentId: r.parent_id === null ? null : String(r.parent_id),
+    waitFor: (r.wait_for as string | null) ?? null,
+    availableAt: r.available_at as Date,
+    createdAt: r.created_at as Date,
+    doneAt: (r.done_at as Date | null) ?? null,
+  };
+}
+
+/** A recorded step, as people read it. */
+export interface StepReadRow {
+  readonly name: string;
+  /** False: a sleep or wait under way. */
+  readonly done: boolean;
+  readonly result: unknown;
+  readonly wakeAt: Date | null;
+  readonly leaseVersion: number;
+  readonly createdAt: Date;
+  readonly doneAt: Date | null;
+}
+
+/** A task's recorded steps, in the order they were first recorded. No locks. */
+export async function taskStepsList(executor: Executor, table: LeasedTable<unknown>, id: string): Promise<StepReadRow[]> {
+  const rows = await execute<Record<string, unknown>>(
+    executor,
+    sql`
+      SELECT name, done, result, result IS NULL AS nothing, wake_at, lease_version, created_at, done_at
+      FROM ${stepTableRef(table)} WHERE task_id = ${id}::bigint ORDER BY created_at, name
+    `,
+  );
+  return rows.map((r) => ({
+    name: r.name as string,
+    done: r.done as boolean,
+    result: r.nothing === true ? undefined : r.result,
+    wakeAt: (r.wake_at as Date | null) ?? null,
+    leaseVersion: Number(r.lease_version),
+    createdAt: r.created_at as Date,
+    doneAt: (r.done_at as Date | null) ?? null,
+  }));
+}
+
+/** The ids and statuses of a task's children, by id. No locks. */
+export async function taskChildrenList(executor: Executor, table: LeasedTable<unknown>, id: string): Promise<{ id: string; name: string; status: TaskStatus }[]> {
+  const rows = await execute<{ id: string; name: string; status: TaskStatus }>(
+    executor,
+    sql`SELECT id, name, status FROM ${tableRef(table)} WHERE parent_id = ${id}::bigint ORDER BY id`,
+  );
+  return rows.map((r) => ({ id: String(r.id), name: r.name, status: r.status }));
+}
+
+/**
+ * Marks the task as awaited (its end then notifies `<channel>:ended`, core migration 8) and
+ * reads its end: status, result and error. Undefined when there is no such task.
+ */
+export async function taskAwaitEnd(
+  executor: Executor,
+  table: LeasedTable<unknown>,
+  id: string,
+): Promise<{ status: TaskStatus; result: unknown; lastError: string | null; resolution: string | null } | undefined> {
+  const t = tableRef(table);
+  await execute(executor, sql`UPDATE ${t} SET result_wanted = true WHERE id = ${id}::bigint AND NOT result_wanted AND status IN ('pending', 'processing', 'waiting', 'dead')`);
+  return taskEnd(executor, table, id);
+}
+
+/** The task's status, result and error now, or undefined. No locks. */
+export async function taskEnd(
+  executor: Executor,
+  table: LeasedTable<unknown>,
+  id: string,
+): Promise<{ status: TaskStatus; result: unknown; lastError: string | null; resolution: string | null } | undefined> {
+  const [r] = await execute<{ status: TaskStatus; result: unknown; nothing: boolean; last_error: string | null; resolution: string | null }>(
+    executor,
+    sql`SELECT status, result, result IS NULL AS nothing, last_error, resolution FROM ${tableRef(table)} WHERE id = ${id}::bigint`,
+  );
+  return r === undefined ? undefined : { status: r.status, result: r.nothing ? undefined : r.result, lastError: r.last_error, resolution: r.resolution };
+}

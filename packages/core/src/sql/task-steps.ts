@@ -1,0 +1,193 @@
+import { sql, type RawBuilder } from 'kysely';
+import type { LeasedTable } from '../leased-table.js';
+import type { LeaseToken } from '../primitives.js';
+import { execute, type Executor } from './execute.js';
+import { fence } from './fence.js';
+import { tableRef } from './table-ref.js';
+
+/** A step as recorded (core migration 8's `task_step`). */
+export interface RecordedStep {
+  /** False for a sleep or wait still under way (it has a `wake_at`). */
+  readonly done: boolean;
+  /** The parsed JSON result; undefined when the step returned nothing (SQL NULL). */
+  readonly result: unknown;
+}
+
+/** `"schema"."<table>_step"`: the steps of a task table's rows. */
+export function stepTableRef(table: LeasedTable<unknown>): RawBuilder<unknown> {
+  return sql.id(table.schema, `${table.table}_step`);
+}
+
+/** `"schema"."<table>_signal"`: signals sent to a task table's rows. */
+export function signalTableRef(table: LeasedTable<unknown>): RawBuilder<unknown> {
+  return sql.id(table.schema, `${table.table}_signal`);
+}
+
+/** Every step a task has recorded, by name. No locks. */
+export async function taskStepsRead(executor: Executor, table: LeasedTable<unknown>, taskId: string): Promise<Map<string, RecordedStep>> {
+  // pg reads SQL NULL ("returned nothing") and JSON null alike; `nothing` tells them apart
+  const rows = await execute<{ name: string; done: boolean; result: unknown; nothing: boolean }>(
+    executor,
+    sql`SELECT name, done, result, result IS NULL AS nothing FROM ${stepTableRef(table)} WHERE task_id = ${taskId}::bigint`,
+  );
+  return new Map(rows.map((r) => [r.name, { done: r.done, result: r.nothing ? undefined : r.result }]));
+}
+
+/**
+ * Locks the task's row at its fencing token until the transaction ends (`FOR NO KEY UPDATE`,
+ * which a claim, heartbeat, finalize or cancel of the row waits for); false when the lease moved
+ * on or the task left `processing` (cancelled). Taken last in a transaction that commits the
+ * application's writes with a step, so the lock is held only for the commit: whatever changed
+ * the token before, the fence sees.
+ */
+export async function taskFenceLock(executor: Executor, table: LeasedTable<unknown>, token: LeaseToken): Promise<boolean> {
+  const rows = await execute<{ id: string }>(
+    executor,
+    sql`SELECT t.id FROM ${tableRef(table)} AS t WHERE ${fence('t', token.id, token.leaseVersion)} FOR NO KEY UPDATE`,
+  );
+  return rows.length === 1;
+}
+
+/**
+ * Records a finished step with the fence, in one statement: the task's row is locked at its
+ * token, and only then is the step written (or an open sleep or wait closed). False, writing
+ * nothing, when the lease moved on. `resultJson` null stores "returned nothing".
+ */
+export async function taskStepRecord(
+  executor: Executor,
+  table: LeasedTable<unknown>,
+  token: LeaseToken,
+  name: string,
+  resultJson: string | null,
+): Promise<boolean> {
+  const rows = await execute<{ ok: number }>(
+    executor,
+    sql`
+      WITH f AS (
+        SELECT t.id FROM ${tableRef(table)} AS t WHERE ${fence('t', token.id, token.leaseVersion)} FOR NO KEY UPDATE
+      )
+      INSERT INTO ${stepTableRef(table)} AS s (task_id, name, done, result, lease_version, done_at)
+      SELECT f.id, ${name}::text, true, ${resultJson}::jsonb, ${token.leaseVersion}::bigint, now() FROM f
+      ON CONFLICT (task_id, name) DO UPDATE
+        SET done = true, result = excluded.result, lease_version = excluded.lease_version, done_at = now()
+        WHERE NOT s.done
+      RETURNING 1 AS ok
+    `,
+  );
+  return rows.length === 1;
+}
+
+/**
+ * Opens a sleep or wait step if it is not recorded yet, with its wake time (`at`, else `now() +
+ * delayMs`, else none) fixed at its first run; returns whether that time has come. The caller
+ * holds the task's fence lock.
+ */
+export async function taskStepOpen(
+  executor: Executor,
+  table: LeasedTable<unknown>,
+  token: LeaseToken,
+  name: string,
+  wake: { readonly at: Date | null; readonly delayMs: number | null },
+): Promise<{ wakeAt: Date | null; due: boolean }> {
+  const s = stepTableRef(table);
+  await execute(
+    executor,
+    sql`
+      INSERT INTO ${s} (task_id, name, done, wake_at, lease_version)
+      VALUES (${token.id}::bigint, ${name}::text, false,
+              coalesce(${wake.at}::timestamptz, now() + ${wake.delayMs}::float8 * interval '1 millisecond'),
+              ${token.leaseVersion}::bigint)
+      ON CONFLICT (task_id, name) DO NOTHING
+    `,
+  );
+  const [row] = await execute<{ wake_at: Date | null; due: boolean | null }>(
+    executor,
+    sql`SELECT wake_at, wake_at <= now() AS due FROM ${s} WHERE task_id = ${token.id}::bigint AND name = ${name}::text`,
+  );
+  return { wakeAt: row?.wake_at ?? null, due: row?.due === true };
+}
+
+/**
+ * Parks the task: `waiting` for `waitFor` until `wakeAt` (`scheduled`, so the claim wakes it
+ * then) or, when null, until an event wakes it; lease cleared, the claim's attempt given back.
+ * The caller holds the task's fence lock; false when the fence refused.
+ */
+export async function taskPark(
+  executor: Executor,
+  table: LeasedTable<unknown>,
+  token: LeaseToken,
+  waitFor: string,
+  wakeAt: Date | null,
+): Promise<boolean> {
+  const rows = await execute<{ id: string }>(
+    executor,
+    sql`
+      UPDATE ${tableRef(table)} AS t
+      SET status = 'waiting', wait_for = ${waitFor}::text,
+          available_at = coalesce(${wakeAt}::timestamptz, now()),
+          scheduled = ${wakeAt}::timestamptz IS NOT NULL, attempts = t.attempts - 1, lease_owner = NULL, lease_until = NULL
+      WHERE ${fence('t', token.id, token.leaseVersion)}
+      RETURNING t.id
+    `,
+  );
+  return rows.length === 1;
+}
+
+/** Whether any child of the task is unfinished (pending, processing or waiting). */
+export async function taskHasOpenChildren(executor: Executor, table: LeasedTable<unknown>, taskId: string): Promise<boolean> {
+  const [row] = await execute<{ open: boolean }>(
+    executor,
+    sql`SELECT EXISTS (SELECT 1 FROM ${tableRef(table)}
+                       WHERE parent_id = ${taskId}::bigint AND status IN ('pending', 'processing', 'waiting')) AS open`,
+  );
+  return row?.open === true;
+}
+
+/** A task as a parent reads its children. */
+export interface ChildRow {
+  readonly id: string;
+  readonly name: string;
+  readonly status: string;
+  readonly parentId: string | null;
+  readonly result: unknown;
+  readonly lastError: string | null;
+  readonly resolution: string | null;
+}
+
+/** The given tasks' status and result. No locks. */
+export async function taskChildrenRead(executor: Executor, table: LeasedTable<unknown>, ids: readonly string[]): Promise<Map<string, ChildRow>> {
+  const rows = await execute<{ id: string; name: string; status: string; parent_id: string | null; result: unknown; nothing: boolean; last_error: string | null; resolution: string | null }>(
+    executor,
+    sql`SELECT id, name, status, parent_id, result, result IS NULL AS nothing, last_error, resolution FROM ${tableRef(table)} WHERE id = ANY(${[...ids]}::bigint[])`,
+    { prepare: false },
+  );
+  return new Map(
+    rows.map((r) => [
+      String(r.id),
+      { id: String(r.id), name: r.name, status: r.status, parentId: r.parent_id === null ? null : String(r.parent_id), result: r.nothing ? undefined : r.result, lastError: r.last_error, resolution: r.resolution },
+    ]),
+  );
+}
+
+/**
+ * Takes the oldest signal of `name` not yet taken (locking it, and marking it taken when this
+ * transaction commits), or undefined. The caller holds the task's fence lock.
+ */
+export async function taskSignalTake(
+  executor: Executor,
+  table: LeasedTable<unknown>,
+  taskId: string,
+  name: string,
+): Promise<{ payload: unknown } | undefined> {
+  const [row] = await execute<{ payload: unknown; nothing: boolean }>(
+    executor,
+    sql`
+      UPDATE ${signalTableRef(table)} AS g SET consumed_at = now()
+      WHERE g.id = (SELECT o.id FROM ${signalTableRef(table)} AS o
+                    WHERE o.task_id = ${taskId}::bigint AND o.name = ${name}::text AND o.consumed_at IS NULL
+                    ORDER BY o.id LIMIT 1 FOR UPDATE)
+      RETURNING g.payload, g.payload IS NULL AS nothing
+    `,
+  );
+  return row === undefined ? undefined : { payload: row.nothing ? undefined : row.payload };
+}
