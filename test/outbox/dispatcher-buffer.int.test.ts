@@ -1,6 +1,9 @@
-// The dispatcher buffers claimed messages by itself (issue 16), within what its lease covers: its
-// slots must be able to publish everything it holds, one after another with each publish taking
-// its whole timeout, before the lease runs out — also when heartbeats fail.
+// The dispatcher buffers claimed messages by itself (issue 16), as many as its observed publish
+// time calls for, so a fast publisher is not held to a claim statement per few messages. A
+// buffered message can then wait longer than its claim's lease covers (the publishes before it
+// turned slow); such a message is published only after a fenced lease extension confirms the
+// dispatcher still holds it, so none is published after another dispatcher may have taken it
+// over — also when no heartbeat got through meanwhile.
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { createDispatcher, createOutbox } from '@leasehold/outbox';
@@ -17,52 +20,81 @@ async function countByStatus(): Promise<Record<string, number>> {
   return Object.fromEntries(r.rows.map((row) => [row.status, row.n]));
 }
 
+async function leaseUntilNow(id: string): Promise<Date> {
+  const r = await sql<{ lease_until: Date }>`SELECT lease_until FROM leasehold.outbox WHERE id = ${id}`.execute(t.db);
+  return r.rows[0]!.lease_until;
+}
+
 describe('the dispatcher at its defaults', () => {
-  it('buffers claimed messages beyond its slots, never more than its slots publish inside one lease', async () => {
+  it('buffers beyond its slots, and publishes a message that waited past its lease only once a fenced extension confirms it', async () => {
     await resetOutbox(t.db);
-    const FAST = 60;
+    const TOTAL = 200;
+    const FAST = 50;
+    const STOLEN = 5;
+    // lease 4 s, publish timeout 1.5 s: two whole timeouts fit strictly inside the lease, so a
+    // message may start on its claim's lease alone within 1.5 s of the claim. The heartbeat's
+    // first tick (3.9 s) comes after the test has let the buffer go, so only the extension can
+    // have renewed a lease by then
+    const COVER_MS = 1_500;
     const stuck = gate();
-    let published = 0;
+    let holding = true;
     let blocked = 0;
-    // concurrency 2, lease 10 s, publish timeout 2 s: each slot has 4 timeouts inside the lease,
-    // so the dispatcher may hold at most 2 × 4 = 8 messages (2 publishing, 6 buffered)
+    const claimed = new Map<string, { at: number; leaseUntil: Date }>();
+    const published = new Set<string>();
+    const late: { id: string; claimLeaseUntil: Date; leaseUntil: Date }[] = [];
+    const lost = new Set<string>();
     const dispatcher = track(
       createDispatcher({
         pool: t.pool,
-        concurrency: 2,
-        lease: '10s',
-        publishTimeout: '2s',
-        heartbeatInterval: '1s',
+        concurrency: 1,
+        lease: '4s',
+        publishTimeout: '1500ms',
+        heartbeatInterval: '3900ms',
         pollInterval: '1s',
+        logger: null,
         publisher: {
-          async publish(_message, { signal }) {
-            if (++published <= FAST) return; // fast publishes: the dispatcher learns their time
+          async publish(message, { signal }) {
+            const claim = claimed.get(message.id)!;
+            if (performance.now() - claim.at > COVER_MS) {
+              late.push({ id: message.id, claimLeaseUntil: claim.leaseUntil, leaseUntil: await leaseUntilNow(message.id) });
+            }
+            published.add(message.id);
+            if (published.size <= FAST || !holding) return; // fast publishes: the dispatcher learns their time
             blocked++;
             await Promise.race([stuck.wait, new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }))]);
           },
         },
       }),
     );
-    await outbox.addMany(t.pool, Array.from({ length: 300 }, (_, i) => ({ aggregateType: 'a', aggregateId: i, eventType: 'E', payload: {} })));
+    dispatcher.on('task:claimed', ({ task }) => claimed.set(task.id, { at: performance.now(), leaseUntil: task.leaseUntil }));
+    dispatcher.on('task:lease-lost', ({ task }) => lost.add(task.id));
+    await outbox.addMany(t.pool, Array.from({ length: TOTAL }, (_, i) => ({ aggregateType: 'a', aggregateId: i, eventType: 'E', payload: {} })));
     await dispatcher.start();
-    try {
-      await waitUntil(() => blocked === 2, 'both slots publish a stuck message');
-      await waitUntil(async () => (await countByStatus()).done === FAST, 'the fast messages are finalized');
-      // while both slots are stuck, what the dispatcher holds settles at its limit and stays there
-      let most = 0;
-      let processing = 0;
-      for (let i = 0; i < 25; i++) {
-        processing = (await countByStatus()).processing ?? 0;
-        most = Math.max(most, processing);
-        await new Promise((r) => setTimeout(r, 20));
-      }
-      expect(most).toBeLessThanOrEqual(8);
-      expect(processing).toBeGreaterThan(2); // it buffers: more held than slots
-      expect(blocked).toBe(2); // buffered messages wait for a slot
-    } finally {
-      stuck.open();
-    }
-    await waitUntil(async () => (await countByStatus()).done === 300, 'every message is published', 60_000);
+
+    await waitUntil(() => blocked === 1, 'the slot publishes a stuck message');
+    await waitUntil(() => claimed.size === TOTAL, 'every message is claimed');
+    // a fast publisher's buffer holds what its slot starts within 100 ms: here all the rest
+    expect((await countByStatus()).processing).toBeGreaterThanOrEqual(TOTAL - FAST - 1);
+    // another dispatcher takes over some buffered messages (as after their lease ran out)
+    const waiting = [...claimed.keys()].filter((id) => !published.has(id)).slice(-STOLEN);
+    const stolen = await sql`
+      UPDATE leasehold.outbox SET lease_version = lease_version + 1, lease_owner = 'another dispatcher',
+             lease_until = now() + interval '10 minutes'
+      WHERE id = ANY(${waiting}::bigint[]) AND status = 'processing'`.execute(t.db);
+    expect(Number(stolen.numAffectedRows)).toBe(STOLEN);
+    // let the buffer go once every buffered message has waited past what its claim covers
+    const lastClaim = Math.max(...[...claimed.values()].map((c) => c.at));
+    await new Promise((r) => setTimeout(r, Math.max(0, lastClaim + COVER_MS + 100 - performance.now())));
+    holding = false;
+    stuck.open();
+
+    await waitUntil(async () => (await countByStatus()).done === TOTAL - STOLEN, 'every message not taken over is published', 30_000);
     await dispatcher.stop();
+    // the taken-over messages: never published here, each reported as a lost lease
+    expect(waiting.filter((id) => published.has(id))).toEqual([]);
+    expect([...lost].sort()).toEqual([...waiting].sort());
+    // every message that started past its claim's cover did so on an extended lease
+    expect(late.length).toBeGreaterThan(100);
+    for (const m of late) expect(m.leaseUntil.getTime(), `message ${m.id}`).toBeGreaterThan(m.claimLeaseUntil.getTime());
   });
 });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { isLeaseholdError } from '@leasehold/core';
-import { checkDispatchTiming, heldLimit } from './dispatch-timing.js';
+import { checkDispatchTiming, unconfirmedStartMs } from './dispatch-timing.js';
 
 describe('checkDispatchTiming', () => {
   it('accepts a batch whose worst case fits in the lease', () => {
@@ -26,22 +26,19 @@ describe('checkDispatchTiming', () => {
   });
 });
 
-describe('heldLimit', () => {
-  it('gives each slot as many publish timeouts as fit strictly inside the lease', () => {
-    expect(heldLimit(8, 5_000, 60_000)).toBe(88); // 11 × 5 s < 60 s; 12 would equal it
-    expect(heldLimit(8, 10_000, 60_000)).toBe(40);
-    expect(heldLimit(8, 7_000, 60_000)).toBe(64);
-    expect(heldLimit(1, 59_999, 60_000)).toBe(1);
+describe('unconfirmedStartMs', () => {
+  it('is the latest start of the last of as many whole publish timeouts as fit strictly inside the lease', () => {
+    expect(unconfirmedStartMs(5_000, 60_000)).toBe(50_000); // 11 × 5 s < 60 s: the 11th starts at 50 s
+    expect(unconfirmedStartMs(10_000, 60_000)).toBe(40_000);
+    expect(unconfirmedStartMs(7_000, 60_000)).toBe(49_000);
+    expect(unconfirmedStartMs(59_999, 60_000)).toBe(0); // only a message published at once
   });
 
-  it('holds no more than the slots publish inside one lease, one after another, whatever the settings', () => {
-    for (const concurrency of [1, 3, 8, 50]) {
-      for (const timeout of [1, 999, 1_000, 7_001, 29_999, 30_000, 59_999]) {
-        const held = heldLimit(concurrency, timeout, 60_000);
-        expect(held).toBeGreaterThanOrEqual(concurrency);
-        // the slot that publishes the most takes ceil(held / concurrency) timeouts
-        expect(Math.ceil(held / concurrency) * timeout).toBeLessThan(60_000);
-      }
+  it('lets a publish started by then, taking its whole timeout, end inside the lease, whatever the settings', () => {
+    for (const timeout of [1, 999, 1_000, 7_001, 29_999, 30_000, 59_999]) {
+      const startMs = unconfirmedStartMs(timeout, 60_000);
+      expect(startMs).toBeGreaterThanOrEqual(0);
+      expect(startMs + timeout).toBeLessThan(60_000);
     }
   });
 });

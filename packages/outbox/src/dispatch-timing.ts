@@ -27,15 +27,15 @@ export function checkDispatchTiming({ batch, publishTimeoutMs, leaseMs }: Dispat
 }
 
 /**
- * The most messages a dispatcher may hold at once (running, buffered, or being finalized) so that
- * they all finish inside one lease even with heartbeats failing (a database outage): its slots
- * publish them one after another, each using its whole timeout, so each slot gets as many
- * publish timeouts as fit strictly inside the lease. The same rule as {@link checkDispatchTiming},
- * for the buffer that the dispatcher's worker sizes itself instead of one fixed batch.
- * @internal
+ * How long after its claim a message may still start publishing on that claim's lease alone:
+ * the latest start the design article's rule allows the last message of a batch (each slot
+ * publishing one message after another, each using its whole timeout, as many timeouts as fit
+ * strictly inside the lease), so a publish started by then ends before the lease does even if no
+ * heartbeat got through. The dispatcher buffers by observed publish time, not by this bound; a
+ * message that waited longer is published only after a fenced lease extension. @internal
  */
-export function heldLimit(concurrency: number, publishTimeoutMs: number, leaseMs: number): number {
-  // ceil(x) - 1 is the largest whole number strictly below x
+export function unconfirmedStartMs(publishTimeoutMs: number, leaseMs: number): number {
+  // ceil(x) - 1 is the largest whole number strictly below x: the timeouts that fit in the lease
   const rounds = Math.max(1, Math.ceil(leaseMs / publishTimeoutMs) - 1);
-  return concurrency * rounds;
+  return (rounds - 1) * publishTimeoutMs;
 }

@@ -7,7 +7,8 @@ import {
   type WorkerLogger,
 } from '@leasehold/core';
 import { CORE_MIGRATION_LINE, parseDuration } from '@leasehold/core/internal';
-import { checkDispatchTiming, heldLimit } from './dispatch-timing.js';
+import { ClaimCover } from './claim-cover.js';
+import { checkDispatchTiming, unconfirmedStartMs } from './dispatch-timing.js';
 import { MIGRATIONS } from './migrate/generated-migrations.js';
 import { toOutboxMessage } from './outbox-message.js';
 import { outboxTable, type OutboxRow } from './outbox-table.js';
@@ -32,8 +33,8 @@ export interface DispatcherOptions {
   /**
    * Most messages per claim statement, for experts; `batch × publishTimeout` must be shorter than
    * `lease`. By default the dispatcher sizes its claims and its buffer of claimed messages itself
-   * (from the observed publish time), never holding more than its slots can publish inside one
-   * lease, each publish taking its whole timeout.
+   * (from the observed publish time); a buffered message that waited longer than its claim's
+   * lease covers is published only after a fenced lease extension.
    * @defaultValue sized by the dispatcher
    */
   batch?: number;
@@ -100,19 +101,26 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
   // one publish must fit in the lease; an expert's batch must fit as a whole (the article's rule)
   const batch = options.batch === undefined ? undefined : checkCount(options.batch, 'batch');
   checkDispatchTiming({ batch: batch ?? 1, publishTimeoutMs, leaseMs });
-  // the worker sizes its claims and buffer from the publish times, within what the lease covers
-  const maxPrefetch = heldLimit(concurrency, publishTimeoutMs, leaseMs) - concurrency;
-  return createLeaseWorker<OutboxRow>({
+  // the worker sizes its claims and buffer from the observed publish time, as core's worker
+  // does (hundreds for a fast publisher, none for one that takes seconds); what a lease covers
+  // is checked per message when it starts instead (see ClaimCover)
+  const cover = new ClaimCover(unconfirmedStartMs(publishTimeoutMs, leaseMs));
+  const dispatcher = createLeaseWorker<OutboxRow>({
     pool: options.pool,
     table: outboxTable(options.schema),
     // the worker aborts ctx.signal on the publish timeout (handlerTimeout), on shutdown and on
-    // a lost lease, and stops waiting for a publisher that ignores it
-    handle: (row, ctx) => publisher.publish(toOutboxMessage(row), new LazyPublishContext(ctx)),
+    // a lost lease, and stops waiting for a publisher that ignores it. A message that waited in
+    // the buffer past what its claim's lease covers is published only once a fenced extension
+    // confirms this dispatcher still holds it: never after its lease may have run out, even
+    // with heartbeats failing (the extension then fails, and so does the attempt, unpublished)
+    handle: (row, ctx) =>
+      cover.covers(row)
+        ? publisher.publish(toOutboxMessage(row), new LazyPublishContext(ctx))
+        : ctx.extendLease().then(() => publisher.publish(toOutboxMessage(row), new LazyPublishContext(ctx))),
     handlerTimeout: publishTimeout,
     owner: options.owner,
     concurrency,
     batch,
-    maxPrefetch,
     lease,
     pollInterval: options.pollInterval,
     names: options.eventTypes,
@@ -127,6 +135,8 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     // trace context outbox.add stored in the event's headers
     telemetry: { operation: 'dispatch', destination: (row) => row.eventType, carrier: (row) => row.headers },
   });
+  dispatcher.on('task:claimed', ({ task }) => cover.claimed(task));
+  return dispatcher;
 }
 
 function checkCount(value: unknown, option: string): number {
