@@ -10,6 +10,7 @@ describe('examples run to a successful end', () => {
   it.each([
     ['typed job queue: heartbeat, checkpoint, follow-up task', 'examples/src/typed-jobs/main.ts'],
     ['enqueue from an HTTP handler inside the app transaction', 'examples/src/http-enqueue/main.ts'],
+    ['order saga workflow: exactly-once reservation, idempotent charge, approval signal, child task, compensation', 'examples/src/order-saga/main.ts'],
     ['outbox → JetStream → another service through its inbox (NATS_URL, default the machine\'s nats-server)', 'examples/src/outbox-nats/main.ts'],
   ])('%s', async (_name, file) => {
     const result = await runProgram(file, envWith(t.url));
