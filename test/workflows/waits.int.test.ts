@@ -217,6 +217,38 @@ describe('cancellation', () => {
     expect(await cancelTask(t.pool, handle)).toEqual({ cancelled: [] });
   });
 
+  it("a step that ends after its task was cancelled records nothing and reports the cancel, not a lost lease", async () => {
+    const inside = gate();
+    const release = gate();
+    let after = false;
+    const flow = defineTask('cancelled-mid-step', {
+      lease: '30s',
+      handler: async (_p: object, ctx: TaskContext) => {
+        await ctx.step('slow', async () => {
+          inside.open();
+          await release.wait;
+          return 1;
+        });
+        after = true;
+      },
+    });
+    const handle = await enqueue(t.pool, flow, {});
+    // a heartbeat too rare to notice first: the step's refused record must tell
+    const worker = track(createWorker({ pool: t.pool, tasks: [flow], pollInterval: 20, heartbeatInterval: '20s' }));
+    const lost: string[] = [];
+    worker.on('task:lease-lost', ({ task }) => lost.push(task.id));
+    const cancelled = nextEvent(worker, 'task:cancelled', ({ task }) => task.id === handle.id);
+    await worker.start();
+    await inside.wait;
+    await cancelTask(t.pool, handle);
+    release.open();
+    await cancelled;
+    await worker.stop();
+    expect(after).toBe(false);
+    expect(lost).toEqual([]);
+    expect(await getTask(t.pool, handle)).toMatchObject({ status: 'cancelled', steps: [] });
+  });
+
   it('cancels pending, sleeping and waiting tasks at once, and the children of a cancelled parent', async () => {
     const child = defineTask('slow-child', { handler: async (_p: object, ctx: TaskContext) => ctx.sleep('forever', '1h') });
     const parent = defineTask('waiting-parent', {

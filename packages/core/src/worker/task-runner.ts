@@ -1,6 +1,6 @@
 import type { EventEmitter } from 'eventemitter3';
 import { parseDuration, type Duration } from '../duration.js';
-import { CancelledError, HandlerTimeoutError, LeaseLostError, ShutdownError, toError } from '../errors.js';
+import { CancelledError, HandlerTimeoutError, isLeaseholdError, LeaseLostError, ShutdownError, toError } from '../errors.js';
 import { classifyOutcome } from '../outcome.js';
 import type { LeaseToken } from '../primitives.js';
 import { leaseExtendMany, type ExtendItem } from '../sql/lease-extend-many.js';
@@ -255,7 +255,9 @@ export class TaskRunner<Row> {
     const threw = thrown !== NOTHING;
     const reason: unknown = h.abort.aborted ? h.abort.reason : undefined;
     if (reason instanceof LeaseLostError) return h.tel?.settle('lease_lost', reason); // reported when detected; write nothing
-    if (reason instanceof CancelledError) return h.tel?.settle('cancelled', reason); // its row says so already
+    // its row says so already: write nothing (a workflow's refused write says so as it throws)
+    if (reason === undefined && threw && isLeaseholdError(thrown, 'CANCELLED')) this.#cancelled(h);
+    if (h.abort.reason instanceof CancelledError) return h.tel?.settle('cancelled', h.abort.reason);
     if (h.suspended) {
       // the park was the write; the run ends here whatever the handler did after it
       if (listened(this.#p.emitter, 'task:suspended')) safeEmit(this.#p.emitter, 'task:suspended', { task });

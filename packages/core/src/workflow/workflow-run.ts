@@ -1,7 +1,8 @@
 import { MAX_DELAY_MS, parseDuration, type Duration } from '../duration.js';
-import { ChildTaskError, ConfigError, LeaseLostError, PermanentError, SuspendedError, type ChildFailure } from '../errors.js';
+import { CancelledError, ChildTaskError, ConfigError, LeaseLostError, PermanentError, SuspendedError, type ChildFailure } from '../errors.js';
 import { checkName } from '../input/text.js';
 import type { LeasedTable, TaskRow } from '../leased-table.js';
+import { leaseReadState } from '../sql/lease-read-state.js';
 import type { Claimed } from '../sql/lease-row.js';
 import { taskInsertMany } from '../sql/task-insert-many.js';
 import {
@@ -68,7 +69,7 @@ export class WorkflowRun {
     this.#live();
     const value = await fn();
     const json = recordedJson(value, `the result of step "${step}"`);
-    if (!(await taskStepRecord(this.#pool, this.#table, this.#task, step, json))) throw this.#lost(`step "${step}"`);
+    if (!(await taskStepRecord(this.#pool, this.#table, this.#task, step, json))) throw await this.#refused(`step "${step}"`);
     return value;
   }
 
@@ -78,13 +79,19 @@ export class WorkflowRun {
     const recorded = await this.#lookup(step);
     if (recorded?.done) return recorded.result as T;
     this.#live();
-    return withTransaction(source ?? this.#pool, async (trx) => {
-      const value = await fn(trx);
-      const json = recordedJson(value, `the result of database step "${step}"`);
-      // last, so the task's row is locked only for the commit; refused: everything rolls back
-      if (!(await taskStepRecord(trx, this.#table, this.#task, step, json))) throw this.#lost(`database step "${step}"`);
-      return value;
-    });
+    let refused = false;
+    try {
+      return await withTransaction(source ?? this.#pool, async (trx) => {
+        const value = await fn(trx);
+        const json = recordedJson(value, `the result of database step "${step}"`);
+        // last, so the task's row is locked only for the commit; refused: everything rolls back
+        refused = !(await taskStepRecord(trx, this.#table, this.#task, step, json));
+        if (refused) throw this.#lost(`database step "${step}"`);
+        return value;
+      });
+    } catch (error) {
+      throw refused ? await this.#refused(`database step "${step}"`) : error;
+    }
   }
 
   async sleep(name: string, until: Duration | Date): Promise<void> {
@@ -219,12 +226,20 @@ export class WorkflowRun {
     return (await taskPark(trx, this.#table, this.#task, waitFor, wakeAt)) ? { kind: 'parked', waitFor } : { kind: 'lost' };
   }
 
-  #settle<T>(outcome: Outcome<T>, what: string): T {
+  async #settle<T>(outcome: Outcome<T>, what: string): Promise<T> {
     if (outcome.kind === 'continue') return outcome.value;
-    if (outcome.kind === 'lost') throw this.#lost(what);
+    if (outcome.kind === 'lost') throw await this.#refused(what);
     const suspended = new SuspendedError(outcome.waitFor);
     runnerControl(this.#ctx)?.suspended(suspended);
     throw suspended;
+  }
+
+  /** Why the fence refused a write: the task was cancelled (`CancelledError`), or the lease moved on. */
+  async #refused(what: string): Promise<Error> {
+    const state = await leaseReadState(this.#pool, this.#table, [this.#task.id]).catch(() => undefined);
+    const now = state?.get(this.#task.id);
+    if (now?.status === 'cancelled' && now.leaseVersion === this.#task.leaseVersion) return new CancelledError(this.#task.id);
+    return this.#lost(what);
   }
 
   #lost(what: string): LeaseLostError {
