@@ -4,7 +4,7 @@ import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
-import { createWorker, DeferError, defineTask, enqueue, PermanentError, type Worker } from '@leasehold/core';
+import { createWorker, DeferError, defineTask, enqueue, PermanentError, type TaskContext, type Worker } from '@leasehold/core';
 import { useTestDatabase } from '../fixtures.js';
 import { gate, nextEvent, useWorkers } from '../workers.js';
 import { parentOf, registerTracing } from './otel-sdk.js';
@@ -152,5 +152,31 @@ describe('the span records what became of the attempt', () => {
     const [span] = await spansNamed('process overtaken');
     expect(span!.attributes).toMatchObject({ 'leasehold.outcome': 'lease_lost', 'error.type': 'LeaseLostError' });
     expect(span!.status.code).toBe(SpanStatusCode.ERROR);
+  });
+});
+
+describe('workflow steps in the trace', () => {
+  it('each step that runs is a span, child of the handler span; a replayed step is not', async () => {
+    let run = 0;
+    const flow = defineTask('traced-flow', {
+      maxAttempts: 3,
+      backoff: { base: '1ms', cap: '5ms' },
+      handler: async (_p: object, ctx: TaskContext) => {
+        run++;
+        await ctx.step('first', () => 1);
+        if (run === 1) throw new Error('again');
+        await ctx.dbStep('second', async (client) => void (await client.query('SELECT 1')));
+      },
+    });
+    await enqueue(t.pool, flow, {});
+    const worker = await started(createWorker({ pool: t.pool, tasks: [flow], logger: null, pollInterval: 20 }));
+    await nextEvent(worker, 'task:succeeded');
+    await worker.stop();
+    const handlers = await spansNamed('process traced-flow', 2);
+    const [first] = await spansNamed('step first');
+    const [second] = await spansNamed('step second');
+    expect(parentOf(first!)).toBe(handlers[0]!.spanContext().spanId);
+    expect(parentOf(second!)).toBe(handlers[1]!.spanContext().spanId);
+    expect(second!.attributes).toMatchObject({ 'leasehold.step.name': 'second', 'leasehold.step.kind': 'database', 'leasehold.task.name': 'traced-flow' });
   });
 });

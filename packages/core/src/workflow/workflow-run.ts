@@ -20,6 +20,7 @@ import { withTransaction, type PgPoolLike, type TransactionHandle, type Transact
 import type { TaskDefinition } from '../task/define-task.js';
 import type { EnqueueItem } from '../task/enqueue.js';
 import { prepareInserts } from '../task/enqueue.js';
+import { withSpan, type SpanOptions } from '../telemetry/with-span.js';
 import { runnerControl, type HandlerContext } from '../worker/handler-context.js';
 import { checkSignal, type SignalDefinition } from './define-signal.js';
 import { recordedJson } from './json-value.js';
@@ -67,10 +68,12 @@ export class WorkflowRun {
     const recorded = await this.#lookup(step);
     if (recorded?.done) return recorded.result as T;
     this.#live();
-    const value = await fn();
-    const json = recordedJson(value, `the result of step "${step}"`);
-    if (!(await taskStepRecord(this.#pool, this.#table, this.#task, step, json))) throw await this.#refused(`step "${step}"`);
-    return value;
+    return withSpan(`step ${step}`, this.#spanOptions(step, 'step'), async () => {
+      const value = await fn();
+      const json = recordedJson(value, `the result of step "${step}"`);
+      if (!(await taskStepRecord(this.#pool, this.#table, this.#task, step, json))) throw await this.#refused(`step "${step}"`);
+      return value;
+    });
   }
 
   async dbStep<T>(name: string, source: TransactionSource | undefined, fn: (trx: TransactionHandle) => Promise<T>): Promise<T> {
@@ -81,14 +84,14 @@ export class WorkflowRun {
     this.#live();
     let refused = false;
     try {
-      return await withTransaction(source ?? this.#pool, async (trx) => {
+      return await withSpan(`step ${step}`, this.#spanOptions(step, 'database'), () => withTransaction(source ?? this.#pool, async (trx) => {
         const value = await fn(trx);
         const json = recordedJson(value, `the result of database step "${step}"`);
         // last, so the task's row is locked only for the commit; refused: everything rolls back
         refused = !(await taskStepRecord(trx, this.#table, this.#task, step, json));
         if (refused) throw this.#lost(`database step "${step}"`);
         return value;
-      });
+      }));
     } catch (error) {
       throw refused ? await this.#refused(`database step "${step}"`) : error;
     }
@@ -232,6 +235,14 @@ export class WorkflowRun {
     const suspended = new SuspendedError(outcome.waitFor);
     runnerControl(this.#ctx)?.suspended(suspended);
     throw suspended;
+  }
+
+  // a step that runs (not a replay) is a span, child of the handler's when tracing is on
+  #spanOptions(step: string, kind: 'step' | 'database'): SpanOptions {
+    return {
+      kind: 'internal',
+      attributes: { 'leasehold.task.id': this.#task.id, 'leasehold.task.name': this.#task.name, 'leasehold.step.name': step, 'leasehold.step.kind': kind },
+    };
   }
 
   /** Why the fence refused a write: the task was cancelled (`CancelledError`), or the lease moved on. */
