@@ -1,6 +1,6 @@
-// Issue 15: one trace from an HTTP request that enqueues a task, through the task's handler, which
-// records an outbox event, through the dispatcher's publish, to the receiving service's inbox — two
-// real node:http servers, the SDK's in-memory span exporter.
+// Issue 15: one trace from an HTTP request that enqueues a task, through the task's handler and a
+// workflow step of it, which records an outbox event, through the dispatcher's publish, to the
+// receiving service's inbox — two real node:http servers, the SDK's in-memory span exporter.
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { context, propagation, SpanKind, trace } from '@opentelemetry/api';
@@ -28,9 +28,10 @@ const tracer = trace.getTracer('app');
 let app: Server;
 let appOrigin = '';
 const placeOrder = defineTask<{ orderId: string }>('place-order', {
-  // the handler records the event for the billing service: the outbox keeps this span's context
-  handler: async ({ orderId }) =>
-    void (await t.db.transaction().execute((trx) => outbox.add(trx, { aggregateType: 'order', aggregateId: orderId, eventType: 'OrderPlaced', payload: { orderId } }))),
+  // a database step of the workflow records the event for the billing service: the outbox keeps
+  // the step span's context
+  handler: async ({ orderId }, ctx) =>
+    void (await ctx.dbStep('record-event', t.db, (trx) => outbox.add(trx, { aggregateType: 'order', aggregateId: orderId, eventType: 'OrderPlaced', payload: { orderId } }))),
 });
 
 beforeAll(async () => {
@@ -52,7 +53,7 @@ beforeAll(async () => {
 afterAll(() => new Promise<void>((resolve) => app.close(() => resolve())));
 
 describe('one trace from a request to the receiving inbox', () => {
-  it('request → process place-order → dispatch → publish → inbox receive, each span the child of the one before', async () => {
+  it('request → process place-order → step record-event → dispatch → publish → inbox receive, each span the child of the one before', async () => {
     await sql`CREATE TABLE billed (order_id text)`.execute(t.db);
     receiver.reset(async (req, res, body) => {
       const { id, data } = JSON.parse(body) as { id: string; data: { orderId: string } };
@@ -80,13 +81,13 @@ describe('one trace from a request to the receiving inbox', () => {
       expect(found.map((s) => s.name), name).toEqual([name]);
       return found[0]!;
     };
-    const chain = ['POST order', 'POST /orders', 'process place-order', 'dispatch OrderPlaced', 'publish OrderPlaced', 'inbox receive'].map(named);
+    const chain = ['POST order', 'POST /orders', 'process place-order', 'step record-event', 'dispatch OrderPlaced', 'publish OrderPlaced', 'inbox receive'].map(named);
     const traceId = chain[0]!.spanContext().traceId;
     for (let i = 1; i < chain.length; i++) {
       expect(chain[i]!.spanContext().traceId, chain[i]!.name).toBe(traceId);
       expect(parentOf(chain[i]!), `${chain[i]!.name}'s parent`).toBe(chain[i - 1]!.spanContext().spanId);
     }
-    expect(chain.map((s) => s.kind)).toEqual([SpanKind.CLIENT, SpanKind.SERVER, SpanKind.CONSUMER, SpanKind.CONSUMER, SpanKind.PRODUCER, SpanKind.CONSUMER]);
+    expect(chain.map((s) => s.kind)).toEqual([SpanKind.CLIENT, SpanKind.SERVER, SpanKind.CONSUMER, SpanKind.INTERNAL, SpanKind.CONSUMER, SpanKind.PRODUCER, SpanKind.CONSUMER]);
     expect(named('process place-order').attributes).toMatchObject({ 'leasehold.outcome': 'succeeded', 'messaging.destination.name': 'place-order' });
     expect(named('inbox receive').attributes).toMatchObject({ 'leasehold.inbox.applied': true });
   });
