@@ -6,7 +6,7 @@ import { UsageError } from './errors.js';
 /** The commands, as typed (`dead list` is one command of two words). */
 export const COMMANDS = [
   'migrate', 'stats', 'dead list', 'dead retry', 'dead skip', 'purge', 'watch', 'dashboard',
-  'schedules list', 'schedules pause', 'schedules resume', 'help', 'version',
+  'schedules list', 'schedules pause', 'schedules resume', 'cancel', 'task show', 'help', 'version',
 ] as const;
 
 /** One of {@link COMMANDS}. */
@@ -33,7 +33,8 @@ export interface Invocation {
   readonly table: TableName | undefined;
   /**
    * Positional ids of `dead retry` / `dead skip`, as typed (`12`, `task:12`, `12,13`); the
-   * schedule names of `schedules pause` / `schedules resume`.
+   * schedule names of `schedules pause` / `schedules resume`; the one task id of `cancel` and
+   * `task show`.
    */
   readonly ids: readonly string[];
   readonly all: boolean;
@@ -85,6 +86,8 @@ const ALLOWED: Readonly<Record<Command, readonly OptionName[]>> = {
   'schedules list': [],
   'schedules pause': [],
   'schedules resume': [],
+  cancel: ['reason'],
+  'task show': [],
   help: [],
   version: [],
 };
@@ -156,6 +159,13 @@ function commandOf(positionals: readonly string[], help: boolean, version: boole
     }
     return [command as Command, rest];
   }
+  if (first === 'task') {
+    const command = `task ${second ?? ''}`;
+    if (second === undefined || !(COMMANDS as readonly string[]).includes(command)) {
+      throw new UsageError(`"leasehold task" needs one of: show${second === undefined ? '' : ` (got "${second}")`}`);
+    }
+    return [command as Command, rest];
+  }
   if (!(COMMANDS as readonly string[]).includes(first) || first.includes(' ')) {
     throw new UsageError(`unknown command "${first}"`);
   }
@@ -175,6 +185,10 @@ function checkPositionals(command: Command, rest: readonly string[], all: boolea
   }
   if (command === 'schedules pause' || command === 'schedules resume') {
     if (rest.length === 0) throw new UsageError(`${command} needs schedule names (as "leasehold schedules" lists them)`);
+    return;
+  }
+  if (command === 'cancel' || command === 'task show') {
+    if (rest.length !== 1) throw new UsageError(`${command} needs one task id (e.g. "leasehold ${command} task:12")`);
     return;
   }
   if (rest.length > 0) throw new UsageError(`unexpected argument "${rest[0]}" for "leasehold ${command}"`);

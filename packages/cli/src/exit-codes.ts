@@ -6,7 +6,8 @@ export const EXIT_CODES = Object.freeze({
   ok: 0,
   /**
    * It could not: the database is unreachable, the schema is not migrated, an id is unknown or
-   * not dead (`dead retry` / `dead skip` then change nothing), or a statement failed.
+   * not dead (`dead retry` / `dead skip` then change nothing), there is no such task (`task show`,
+   * `cancel`), or a statement failed.
    */
   failure: 1,
   /** The command line is wrong: unknown command or option, a missing argument, no database given. */

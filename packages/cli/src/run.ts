@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import { migrate as migrateOutbox } from '@leasehold/outbox';
 import { parseCommandLine, type Command, type Invocation } from './args.js';
+import { cancelCommand } from './commands/cancel.js';
 import { dashboardCommand } from './commands/dashboard.js';
 import { deadListCommand } from './commands/dead-list.js';
 import { deadResolveCommand } from './commands/dead-resolve.js';
@@ -8,6 +9,7 @@ import { migrateCommand } from './commands/migrate.js';
 import { purgeCommand } from './commands/purge.js';
 import { schedulesListCommand, schedulesPauseCommand } from './commands/schedules.js';
 import { statsCommand } from './commands/stats.js';
+import { taskShowCommand } from './commands/task-show.js';
 import { watchCommand } from './commands/watch.js';
 import type { CommandContext, CommandHandler } from './commands/context.js';
 import { connect, type Connection } from './connect.js';
@@ -32,6 +34,8 @@ const HANDLERS: Readonly<Record<Exclude<Command, 'help' | 'version'>, CommandHan
   'schedules list': schedulesListCommand,
   'schedules pause': schedulesPauseCommand(true),
   'schedules resume': schedulesPauseCommand(false),
+  cancel: cancelCommand,
+  'task show': taskShowCommand,
 };
 
 /** What {@link run} needs from the process. */

@@ -18,12 +18,17 @@ Commands:
                                   delete done rows finished longer ago than that
   schedules [list]                recurring schedules: cron, last tick, running or paused
   schedules pause|resume <names>  pause or resume schedules (paused ticks are skipped)
+  task show <id>                  a task: status, attempts, error or result, its recorded
+                                  workflow steps and its children
+  cancel <id> [--reason text]     cancel a task and its unfinished descendants (a running one
+                                  is told within a heartbeat); an ended task stays as it is
   dashboard [--host 127.0.0.1] [--port 4100] [--token t] [--read-only]
                                   the web dashboard until Ctrl-C; any host but a loopback
                                   one needs --token (or $LEASEHOLD_DASHBOARD_TOKEN)
 
 Ids are written task:12 or outbox:7 (as "dead list" prints them); a bare 12 means --table's,
-or the only table there is. Several ids: "task:12 task:13" or "task:12,13".
+or the only table there is. Several ids: "task:12 task:13" or "task:12,13". "task show" and
+"cancel" take one task id, 12 or task:12.
 
 Options:
   --database-url <url>   PostgreSQL to use (default: $DATABASE_URL)
@@ -35,7 +40,8 @@ Options:
 
 Exit codes:
   0    done
-  1    could not: database unreachable, schema not migrated, unknown or not-dead ids, SQL error
+  1    could not: database unreachable, schema not migrated, unknown or not-dead ids (no such
+       task, for task show and cancel), SQL error
   2    wrong command line, or no database given
   130  interrupted (SIGINT/SIGTERM); watch and dashboard exit 0 on Ctrl-C
 `;

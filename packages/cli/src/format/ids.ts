@@ -36,3 +36,13 @@ export function parseRowRefs(args: readonly string[], defaultTable: TableName | 
 export function formatRowRef(ref: RowRef): string {
   return `${ref.table}:${ref.id}`;
 }
+
+/**
+ * Parses the one task id of `cancel` and `task show`: `12` or `task:12` (how `dead list` and
+ * `task show` print them, so either can be pasted back).
+ */
+export function parseTaskId(text: string): string {
+  const id = text.startsWith('task:') ? text.slice('task:'.length) : text;
+  if (!ID.test(id)) throw new UsageError(`"${text}" is not a task id (a positive whole number, e.g. 12 or task:12)`);
+  return id;
+}
