@@ -10,6 +10,7 @@ import { heartbeat } from './heartbeat.js';
 import { latency } from './latency.js';
 import { outboxOrdered, outboxUnordered } from './outbox.js';
 import { process1x8, process2x4, processOtel } from './process.js';
+import { workflowDbSteps, workflowSteps } from './workflow.js';
 
 export const WORKLOADS: readonly Workload[] = [
   enqueueSingle,
@@ -17,6 +18,8 @@ export const WORKLOADS: readonly Workload[] = [
   process1x8,
   processOtel,
   process2x4,
+  workflowSteps,
+  workflowDbSteps,
   latency,
   outboxUnordered,
   outboxOrdered,
