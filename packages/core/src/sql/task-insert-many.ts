@@ -1,6 +1,6 @@
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import type { LeasedTable } from '../leased-table.js';
-import { execute, type Executor } from './execute.js';
+import { execute, executeCached, type Executor } from './execute.js';
 import { leaseLockGroups } from './lease-lock-groups.js';
 import { leaseSettleGroups } from './lease-settle-groups.js';
 import { tableRef } from './table-ref.js';
@@ -107,19 +107,47 @@ async function insertResolving(executor: Executor, table: LeasedTable<unknown>, 
  * values every time, which cost a single enqueue several times the insert itself).
  */
 async function insertOne(executor: Executor, table: LeasedTable<unknown>, row: TaskInsert): Promise<InsertedTask> {
-  const t = tableRef(table);
-  const [answer] = await execute<{ id: string }>(
-    executor,
-    sql`
-      INSERT INTO ${t} (name, payload, priority, max_attempts, available_at, scheduled, traceparent, tracestate, flow, flow_key, parent_id)
-      SELECT ${row.name}::text, ${row.payloadJson}::jsonb, ${row.priority}::int, ${row.maxAttempts}::int, a.at, a.at > now(),
-             ${row.traceparent ?? null}::text, ${row.tracestate ?? null}::text, ${row.flow ?? null}::text, ${row.flowKey ?? null}::text,
-             ${row.parentId ?? null}::bigint
-      FROM (SELECT coalesce(${row.runAt}::timestamptz, now() + ${row.delayMs}::float8 * interval '1 millisecond') AS at) AS a
-      RETURNING id
-    `,
-  );
+  // compiled once per table (executeCached): building and compiling the statement through Kysely
+  // cost more than the rest of the call's JavaScript
+  const [answer] = await executeCached<{ id: string }, InsertOneValues>(executor, `insertOne:${table.schema}.${table.table}`, (v) => insertOneStatement(table, v), {
+    name: row.name,
+    payload: row.payloadJson,
+    priority: row.priority,
+    maxAttempts: row.maxAttempts,
+    traceparent: row.traceparent ?? null,
+    tracestate: row.tracestate ?? null,
+    flow: row.flow ?? null,
+    flowKey: row.flowKey ?? null,
+    parentId: row.parentId ?? null,
+    runAt: row.runAt,
+    delayMs: row.delayMs,
+  });
   return { id: String(answer!.id), inserted: true };
+}
+
+type InsertOneValues = {
+  readonly name: string;
+  readonly payload: string;
+  readonly priority: number;
+  readonly maxAttempts: number;
+  readonly traceparent: string | null;
+  readonly tracestate: string | null;
+  readonly flow: string | null;
+  readonly flowKey: string | null;
+  readonly parentId: string | null;
+  readonly runAt: Date | null;
+  readonly delayMs: number;
+};
+
+// interpolates `v` only (see executeCached)
+function insertOneStatement(table: LeasedTable<unknown>, v: InsertOneValues): RawBuilder<{ id: string }> {
+  return sql<{ id: string }>`
+    INSERT INTO ${tableRef(table)} (name, payload, priority, max_attempts, available_at, scheduled, traceparent, tracestate, flow, flow_key, parent_id)
+    SELECT ${v.name}::text, ${v.payload}::jsonb, ${v.priority}::int, ${v.maxAttempts}::int, a.at, a.at > now(),
+           ${v.traceparent}::text, ${v.tracestate}::text, ${v.flow}::text, ${v.flowKey}::text, ${v.parentId}::bigint
+    FROM (SELECT coalesce(${v.runAt}::timestamptz, now() + ${v.delayMs}::float8 * interval '1 millisecond') AS at) AS a
+    RETURNING id
+  `;
 }
 
 /**
