@@ -18,14 +18,11 @@ function cut(text: string, room: number): string {
   return text.length > room ? `${text.slice(0, room - 1)}…` : text;
 }
 
-/** What a waiting task waits for and, when a step of it has a wake time, until when. */
+/** What a waiting task waits for and, when it wakes by itself, until when. */
 function statusText(task: TaskInfo): string {
   if (task.status === 'pending' && task.availableAt.getTime() > Date.now()) return `pending (due ${utc(task.availableAt)} UTC)`;
   if (task.status !== 'waiting') return task.status;
-  // TaskInfo has no `scheduled` flag: available_at is a wake time only for some waits, so the
-  // wake time shown is the earliest one of a step under way
-  const wakes = task.steps.filter((s) => !s.done && s.wakeAt !== null).map((s) => s.wakeAt!.getTime());
-  const until = wakes.length === 0 ? '' : `, until ${utc(new Date(Math.min(...wakes)))} UTC`;
+  const until = task.wakeAt === null ? '' : `, until ${utc(task.wakeAt)} UTC`;
   return `waiting (${task.waitFor ?? 'unknown'}${until})`;
 }
 

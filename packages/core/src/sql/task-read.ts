@@ -19,6 +19,8 @@ export interface TaskReadRow {
   readonly maxAttempts: number;
   readonly parentId: string | null;
   readonly waitFor: string | null;
+  /** When a waiting task wakes by itself (a sleep, a wait's timeout); null when only an event wakes it, or not waiting. */
+  readonly wakeAt: Date | null;
   readonly availableAt: Date;
   readonly createdAt: Date;
   readonly doneAt: Date | null;
@@ -30,7 +32,8 @@ export async function taskRead(executor: Executor, table: LeasedTable<unknown>, 
     executor,
     sql`
       SELECT id, name, status, payload, result, result IS NULL AS nothing, last_error, resolution, attempts, max_attempts,
-             parent_id, wait_for, available_at, created_at, done_at
+             parent_id, wait_for, CASE WHEN status = 'waiting' AND scheduled THEN available_at END AS wake_at,
+             available_at, created_at, done_at
       FROM ${tableRef(table)} WHERE id = ${id}::bigint
     `,
   );
@@ -47,6 +50,7 @@ export async function taskRead(executor: Executor, table: LeasedTable<unknown>, 
     maxAttempts: Number(r.max_attempts),
     parentId: r.parent_id === null ? null : String(r.parent_id),
     waitFor: (r.wait_for as string | null) ?? null,
+    wakeAt: (r.wake_at as Date | null) ?? null,
     availableAt: r.available_at as Date,
     createdAt: r.created_at as Date,
     doneAt: (r.done_at as Date | null) ?? null,
