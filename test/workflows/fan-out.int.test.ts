@@ -34,6 +34,34 @@ describe('fan-out and fan-in at size', () => {
     expect(Number(rows[0]!.n)).toBe(1_000);
   });
 
+  it('children ending while their parent still runs on the same worker: no deadlock between heartbeats and finalizes', { timeout: 60_000 }, async () => {
+    const work = defineTask('busy-child', { handler: (p: { n: number }) => p.n });
+    const parent = defineTask('busy-parent', {
+      handler: async (_p: object, ctx: TaskContext) => {
+        const kids = await ctx.spawn('kids', work, Array.from({ length: 400 }, (_, n) => ({ payload: { n } })));
+        // the parent stays processing (heartbeated with its children) while they end
+        const deadline = Date.now() + 20_000;
+        while (Date.now() < deadline) {
+          const { rows } = await sql<{ n: string }>`SELECT count(*) AS n FROM leasehold.task WHERE parent_id = ${ctx.task.id} AND status = 'done'`.execute(t.db);
+          if (Number(rows[0]!.n) === 400) break;
+          await new Promise((r) => setTimeout(r, 20));
+        }
+        return (await ctx.waitForChildren(kids)).length;
+      },
+    });
+    const handles = await Promise.all([1, 2, 3].map(() => enqueue(t.pool, parent, {})));
+    const errors: string[] = [];
+    const workers = [1, 2].map(() => track(createWorker({ pool: t.pool, tasks: [parent, work], concurrency: 16, heartbeatInterval: '50ms', pollInterval: 20 })));
+    for (const w of workers) {
+      w.on('worker:error', ({ error }) => errors.push(error.message));
+      w.on('heartbeat:failed', ({ error }) => errors.push(error.message));
+      await w.start();
+    }
+    expect(await Promise.all(handles.map((h) => waitForResult(t.pool, h, { timeout: '50s' })))).toEqual([400, 400, 400]);
+    for (const w of workers) await w.stop();
+    expect(errors).toEqual([]);
+  });
+
   it('a dead workflow retried by a person resumes at the step that failed', async () => {
     const calls: string[] = [];
     let broken = true;
