@@ -42,6 +42,7 @@ describe('the dispatcher at its defaults', () => {
     const claimed = new Map<string, { at: number; leaseUntil: Date }>();
     const published = new Set<string>();
     const late: { id: string; claimLeaseUntil: Date; leaseUntil: Date }[] = [];
+    const prompt: { id: string; claimLeaseUntil: Date; leaseUntil: Date }[] = [];
     const lost = new Set<string>();
     const dispatcher = track(
       createDispatcher({
@@ -57,6 +58,8 @@ describe('the dispatcher at its defaults', () => {
             const claim = claimed.get(message.id)!;
             if (performance.now() - claim.at > COVER_MS) {
               late.push({ id: message.id, claimLeaseUntil: claim.leaseUntil, leaseUntil: await leaseUntilNow(message.id) });
+            } else if (prompt.length < 10) {
+              prompt.push({ id: message.id, claimLeaseUntil: claim.leaseUntil, leaseUntil: await leaseUntilNow(message.id) });
             }
             published.add(message.id);
             if (published.size <= FAST || !holding) return; // fast publishes: the dispatcher learns their time
@@ -93,6 +96,10 @@ describe('the dispatcher at its defaults', () => {
     // the taken-over messages: never published here, each reported as a lost lease
     expect(waiting.filter((id) => published.has(id))).toEqual([]);
     expect([...lost].sort()).toEqual([...waiting].sort());
+    // a message published promptly costs no extension: its lease is still the claim's (the two
+    // readings of one timestamp may differ by the truncation of its microseconds)
+    expect(prompt.length).toBe(10);
+    for (const m of prompt) expect(Math.abs(m.leaseUntil.getTime() - m.claimLeaseUntil.getTime()), `message ${m.id}`).toBeLessThanOrEqual(1);
     // every message that started past its claim's cover did so on an extended lease
     expect(late.length).toBeGreaterThan(100);
     for (const m of late) expect(m.leaseUntil.getTime(), `message ${m.id}`).toBeGreaterThan(m.claimLeaseUntil.getTime());
