@@ -191,3 +191,46 @@ export async function taskSignalTake(
   );
   return row === undefined ? undefined : { payload: row.nothing ? undefined : row.payload };
 }
+
+/** One finished step for {@link taskStepRecordMany}. */
+export interface StepRecord {
+  readonly taskId: string;
+  readonly leaseVersion: number;
+  readonly name: string;
+  /** JSON text; null for "returned nothing". */
+  readonly resultJson: string | null;
+}
+
+/**
+ * {@link taskStepRecord} for many steps of different tasks in one statement: the tasks' rows are
+ * locked in id order, and each step is written only if its task is still `processing` at its
+ * token. Returns the steps written, as `task_id/name` keys.
+ */
+export async function taskStepRecordMany(executor: Executor, table: LeasedTable<unknown>, steps: readonly StepRecord[]): Promise<Set<string>> {
+  const t = tableRef(table);
+  const rows = await execute<{ task_id: string; name: string }>(
+    executor,
+    sql`
+      WITH input AS (
+        SELECT * FROM unnest(${steps.map((s) => s.taskId)}::bigint[], ${steps.map((s) => s.leaseVersion)}::bigint[],
+                             ${steps.map((s) => s.name)}::text[], ${steps.map((s) => s.resultJson)}::jsonb[])
+                      AS u(task_id, version, name, result)
+      ), f AS (
+        -- the fence: each task's row locked while it is processing; its token is compared below,
+        -- against the row as locked (the latest version)
+        SELECT l.id, l.lease_version FROM ${t} AS l
+        WHERE l.id IN (SELECT task_id FROM input) AND l.status = 'processing'
+        ORDER BY l.id FOR NO KEY UPDATE
+      )
+      INSERT INTO ${stepTableRef(table)} AS s (task_id, name, done, result, lease_version, done_at)
+      SELECT i.task_id, i.name, true, i.result, i.version, now()
+      FROM input AS i JOIN f ON f.id = i.task_id AND f.lease_version = i.version
+      ON CONFLICT (task_id, name) DO UPDATE
+        SET done = true, result = excluded.result, lease_version = excluded.lease_version, done_at = now()
+        WHERE NOT s.done
+      RETURNING s.task_id, s.name
+    `,
+    // prepared: a batch holds at most one step per running handler, so a generic plan fits it
+  );
+  return new Set(rows.map((r) => `${r.task_id}/${r.name}`));
+}

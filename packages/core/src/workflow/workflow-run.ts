@@ -24,6 +24,7 @@ import { withSpan, type SpanOptions } from '../telemetry/with-span.js';
 import { runnerControl, type HandlerContext } from '../worker/handler-context.js';
 import { checkSignal, type SignalDefinition } from './define-signal.js';
 import { recordedJson } from './json-value.js';
+import { StepRecorder } from './step-recorder.js';
 import type { TaskRef } from './task-ref.js';
 
 /** What `ctx.waitForSignal` resumes with: the signal's payload, or the wait's timeout. */
@@ -71,7 +72,9 @@ export class WorkflowRun {
     return withSpan(`step ${step}`, this.#spanOptions(step, 'step'), async () => {
       const value = await fn();
       const json = recordedJson(value, `the result of step "${step}"`);
-      if (!(await taskStepRecord(this.#pool, this.#table, this.#task, step, json))) throw await this.#refused(`step "${step}"`);
+      const task = this.#task;
+      const written = await StepRecorder.of(this.#pool, this.#table).record({ taskId: task.id, leaseVersion: task.leaseVersion, name: step, resultJson: json });
+      if (!written) throw await this.#refused(`step "${step}"`);
       return value;
     });
   }
