@@ -20,7 +20,7 @@ export class StepRecorder {
   readonly #executor: Executor;
   readonly #table: LeasedTable<unknown>;
   #queue: Pending[] = [];
-  #flushing: Promise<void> | undefined;
+  #draining = false;
 
   private constructor(executor: Executor, table: LeasedTable<unknown>) {
     this.#executor = executor;
@@ -41,7 +41,10 @@ export class StepRecorder {
   record(step: StepRecord): Promise<boolean> {
     return new Promise((resolve, reject) => {
       this.#queue.push({ step, resolve, reject });
-      this.#flushing ??= this.#drain();
+      if (!this.#draining) {
+        this.#draining = true;
+        void this.#drain();
+      }
     });
   }
 
@@ -60,7 +63,7 @@ export class StepRecorder {
         }
       }
     } finally {
-      this.#flushing = undefined;
+      this.#draining = false;
     }
   }
 }
