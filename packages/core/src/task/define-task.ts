@@ -95,7 +95,10 @@ export interface TaskContext<C = unknown> extends HandlerContext {
 /** A Kysely instance as `ctx.dbStep` takes it: its transactions are what the step's function gets. */
 export interface KyselyTransactionSourceOf<Trx> {
   /** Kysely's transaction builder. */
-  transaction(): { execute<T>(callback: (trx: Trx) => Promise<T>): Promise<T> };
+  transaction(): {
+    /** Runs `callback` in a new transaction: commits when it resolves, rolls back when it throws. */
+    execute<T>(callback: (trx: Trx) => Promise<T>): Promise<T>;
+  };
 }
 
 /** Options of {@link defineTask}. */
