@@ -225,7 +225,13 @@ export class TaskRunner<Row> {
 
   /** Runs the handler in a slot; returns what it threw (`NOTHING` when it returned). */
   async #runHandler(h: Held<Row>): Promise<unknown> {
-    if (h.abort.aborted) return h.abort.reason;
+    if (h.abort.aborted) {
+      // aborted while buffered (its lease lost, say): it was handed a slot it will not use, so
+      // the slot goes on to the next buffered task; otherwise the buffer waits for a slot forever
+      const next = this.#p.running() ? this.#shift() : undefined;
+      if (next) void this.#life(next);
+      return h.abort.reason;
+    }
     this.#handlers++;
     h.startedAt = performance.now();
     const timeoutMs = h.settings.handlerTimeoutMs;
