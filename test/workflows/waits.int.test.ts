@@ -20,17 +20,6 @@ import { gate, nextEvent, useWorkers } from '../workers.js';
 const t = useTestDatabase();
 const track = useWorkers();
 
-/** Polls `read` until `test` holds, failing after `ms`. */
-async function until<T>(read: () => Promise<T>, test: (value: T) => boolean, ms = 20_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await read();
-    if (test(value)) return value;
-    if (Date.now() > deadline) throw new Error(`condition not met within ${ms} ms; last: ${JSON.stringify(value)}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
 const status = (id: string) => readTask(t.db, id).then((r) => r.status as string);
 
 describe('durable sleep', () => {
@@ -157,7 +146,7 @@ describe('signals', () => {
     await worker.start();
     expect(await waitForResult(t.pool, early, { timeout: '20s' })).toBe('approved by ann');
     expect(await waitForResult(t.pool, times, { timeout: '20s' })).toBe('timed out');
-    await until(() => status(waits.id), (s) => s === 'waiting');
+    await expect.poll(() => status(waits.id), { timeout: 20_000 }).toBe('waiting');
     // still waiting for a signal that was rolled back; now one commits in a transaction
     await t.db.transaction().execute(async (trx) => {
       await sendSignal(trx, waits, approved, { by: 'bob' });
@@ -261,7 +250,13 @@ describe('cancellation', () => {
     const handle = await enqueue(t.pool, parent, {});
     const worker = track(createWorker({ pool: t.pool, tasks: [parent, child], pollInterval: 20 }));
     await worker.start();
-    const info = await until(() => getTask(t.pool, handle), (i) => i?.status === 'waiting' && i.children.every((c) => c.status === 'waiting'));
+    await expect
+      .poll(async () => {
+        const i = await getTask(t.pool, handle);
+        return [i?.status, ...(i?.children.map((c) => c.status) ?? [])];
+      }, { timeout: 20_000 })
+      .toEqual(['waiting', 'waiting', 'waiting']);
+    const info = await getTask(t.pool, handle);
     await worker.stop();
     const kids = info!.children.map((c) => c.id);
     expect((await cancelTask(t.pool, handle, { reason: 'order withdrawn' })).cancelled).toEqual([handle.id, ...kids]);
