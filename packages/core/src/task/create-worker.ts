@@ -21,6 +21,7 @@ import { TaskWorker } from './task-worker.js';
 import type { LeaseWorkerOptions } from '../worker/lease-worker-options.js';
 import type { TaskContext, TaskDefinition } from './define-task.js';
 import { prepareInserts, validatePayload } from './enqueue.js';
+import { isPromiseLike } from '../promise-like.js';
 
 /**
  * The worker runtime's options a typed-task worker passes through as they are.
@@ -93,13 +94,18 @@ export function createWorker(options: WorkerOptions): Worker {
       carrier: (task) => (task.traceparent === null ? undefined : task),
       availableAtMs: (task) => task.availableAt.getTime(),
     },
-    handle: async (task, ctx) => {
+    // not async: a handler that returns at once costs no promise (see TaskRunner)
+    handle: (task, ctx) => {
       const def = definition(task);
       // an invalid payload throws PayloadValidationError: the task goes dead with the message
       const payload = validatePayload(def, task.payload);
-      const result = await def.handler(payload, new Context(pool, table, task, ctx, schema));
+      const returned = def.handler(payload, new Context(pool, table, task, ctx, schema));
       // not JSON: a PermanentError before anything is written (retrying returns the same)
-      if (result !== undefined) runnerControl(ctx)?.result(recordedJson(result, `the result of task "${def.name}"`));
+      const keep = (result: unknown): void => {
+        if (result !== undefined) runnerControl(ctx)?.result(recordedJson(result, `the result of task "${def.name}"`));
+      };
+      if (isPromiseLike(returned)) return Promise.resolve(returned).then(keep);
+      keep(returned);
     },
   }, scheduler);
 }

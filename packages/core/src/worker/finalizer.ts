@@ -11,9 +11,12 @@ export type CommitHook = (trx: TransactionHandle) => Promise<void>;
 
 interface Pending {
   readonly item: FinalizeItem;
-  readonly resolve: (result: FinalizeResult) => void;
-  readonly reject: (error: Error) => void;
+  /** Called once: with the result, or with the error the write failed with. */
+  readonly done: FinalizeDone;
 }
+
+/** Told how a queued finalize ended: `result`, or `error` when the write failed for good. Must not throw. */
+export type FinalizeDone = (result: FinalizeResult | undefined, error?: Error) => void;
 
 /**
  * Writes fenced finalizes in batches: while one statement is in flight, the next completions
@@ -36,13 +39,14 @@ export class Finalizer {
     this.#onError = onError;
   }
 
-  /** Queues one fenced finalize; resolves with whether the fence let it through. */
-  submit(item: FinalizeItem): Promise<FinalizeResult> {
-    if (this.#abandoned.signal.aborted) return Promise.reject(new ShutdownError());
-    return new Promise((resolve, reject) => {
-      this.#queue.push({ item, resolve, reject });
-      this.#flushing ??= this.#drain();
-    });
+  /**
+   * Queues one fenced finalize; `done` hears whether the fence let it through. A callback, not
+   * a promise: this runs once per task, and the caller needs nothing more than the one call.
+   */
+  enqueue(item: FinalizeItem, done: FinalizeDone): void {
+    if (this.#abandoned.signal.aborted) return done(undefined, new ShutdownError());
+    this.#queue.push({ item, done });
+    this.#flushing ??= this.#drain();
   }
 
   /**
@@ -71,7 +75,7 @@ export class Finalizer {
    */
   abandon(): void {
     this.#abandoned.abort(new ShutdownError());
-    for (const p of this.#queue.splice(0)) p.reject(new ShutdownError());
+    for (const p of this.#queue.splice(0)) p.done(undefined, new ShutdownError());
   }
 
   async #drain(): Promise<void> {
@@ -89,9 +93,9 @@ export class Finalizer {
             () => (retried = true),
           );
           const settled = retried ? await this.#recheck(items, results) : results;
-          settled.forEach((result, i) => batch[i]!.resolve(result));
+          settled.forEach((result, i) => batch[i]!.done(result));
         } catch (error) {
-          for (const p of batch) p.reject(toError(error));
+          for (const p of batch) p.done(undefined, toError(error));
         }
       }
     } finally {

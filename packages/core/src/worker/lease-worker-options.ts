@@ -25,8 +25,8 @@ export interface LeaseWorkerOptions<Row> extends RunOptions {
   pool: PgPoolLike;
   /** The table to work on (core's `taskTable(schema)`, the outbox, …). */
   table: LeasedTable<Row>;
-  /** Runs one claimed row; what it throws decides the outcome. */
-  handle: (task: Claimed<Row>, ctx: HandlerContext) => Promise<void>;
+  /** Runs one claimed row; what it throws (or its promise rejects with) decides the outcome. */
+  handle: (task: Claimed<Row>, ctx: HandlerContext) => Promise<void> | void;
   /** Recorded as `lease_owner`. @defaultValue `<hostname>:<pid>:<random>` */
   owner?: string;
   /** Most handlers running at once. @defaultValue 8 */
@@ -42,14 +42,14 @@ export interface LeaseWorkerOptions<Row> extends RunOptions {
    * without waiting for a claim round trip. Their leases run (and are renewed) while they wait,
    * and a crash costs them an attempt. For experts: left out, the worker keeps as many as its
    * slots start within 100 ms (and within half a heartbeat interval) at the handlers' observed
-   * duration, up to `maxPrefetch`: hundreds for handlers that take microseconds, none for
+   * duration, up to `maxPrefetch`: a couple of thousand for handlers that take microseconds, none for
    * handlers that take seconds. 0 claims only for free slots.
    * @defaultValue sized by the worker
    */
   prefetch?: number;
   /**
    * Most tasks the worker's own sizing keeps ready beyond the running ones (ignored when
-   * `prefetch` is given). @defaultValue 512
+   * `prefetch` is given). @defaultValue 2048
    */
   maxPrefetch?: number;
   /** Poll this often when no notification arrives. @defaultValue '2s' */

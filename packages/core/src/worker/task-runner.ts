@@ -14,11 +14,11 @@ import type { CommitHook, Finalizer } from './finalizer.js';
 import { RUNNER_CONTROL, type HandlerContext, type RunnerControl } from './handler-context.js';
 import type { NormalizedLeaseWorkerOptions } from './lease-worker-options.js';
 import { emitOutcome } from './outcome-event.js';
-import { runUntilAborted } from './run-handler.js';
 import type { RunSettings } from './settings.js';
 import { TaskAbort } from './task-abort.js';
 import type { TrackedPool } from './tracked-pool.js';
 import type { WorkerLog } from './worker-log.js';
+import { isPromiseLike } from '../promise-like.js';
 
 /** One claimed task, from its claim to its fenced write. */
 class Held<Row> {
@@ -35,6 +35,12 @@ class Held<Row> {
   resultJson: string | null = null;
   /** The run parked (a workflow's wait): its row is written already, nothing more is. */
   suspended = false;
+  /** The handler returned, threw or was aborted: what came first is what counts. */
+  ended = false;
+  /** Aborts the handler after `handlerTimeout`, when one is set. */
+  timer: NodeJS.Timeout | undefined;
+  /** Its life has ended: no longer held, counted out. */
+  over = false;
 
   constructor(
     readonly task: Claimed<Row>,
@@ -81,6 +87,8 @@ export class TaskRunner<Row> {
   /** Where the buffer's next task is (the buffer is consumed from the front). */
   #next = 0;
   #handlers = 0;
+  /** {@link #pump} is starting buffered tasks: a slot freed meanwhile is its to refill. */
+  #pumping = false;
   /** Tasks whose life (handler, then fenced write) has not ended. */
   #lives = 0;
   #drained: (() => void)[] = [];
@@ -156,11 +164,10 @@ export class TaskRunner<Row> {
     if (listened(this.#p.emitter, 'task:claimed')) safeEmit(this.#p.emitter, 'task:claimed', { task });
     if (!this.#p.running()) {
       h.abort.abort(new ShutdownError());
-      void this.#life(h);
-    } else if (this.#handlers < this.#p.options.concurrency) {
-      void this.#life(h);
+      this.#begin(h);
     } else {
       this.#buffer.push(h);
+      this.#pump();
     }
   }
 
@@ -168,7 +175,7 @@ export class TaskRunner<Row> {
   releaseBuffered(): void {
     for (let h = this.#shift(); h !== undefined; h = this.#shift()) {
       h.abort.abort(new ShutdownError());
-      void this.#life(h);
+      this.#begin(h);
     }
   }
 
@@ -206,108 +213,170 @@ export class TaskRunner<Row> {
     return h;
   }
 
-  /** One task: its handler in a slot, then (slot already free) its fenced write. Never rejects. */
-  async #life(h: Held<Row>): Promise<void> {
-    this.#lives++;
+  /**
+   * Starts buffered tasks while slots are free. A handler that returns at once frees its slot
+   * inside this loop; the loop, not a nested call, starts the next one, so a buffer of hundreds
+   * of quick tasks runs in one flat loop rather than a deep stack.
+   */
+  #pump(): void {
+    if (this.#pumping) return;
+    this.#pumping = true;
     try {
-      const thrown = await this.#runHandler(h);
-      h.writing = true;
-      await this.#finish(h, thrown);
-    } catch (error) {
-      this.#p.onError(toError(error));
+      while (this.#handlers < this.#p.options.concurrency && this.#p.running()) {
+        const next = this.#shift();
+        if (next === undefined) break;
+        this.#begin(next);
+      }
     } finally {
-      h.tel?.abandon(); // a write that failed outright: end the span all the same
-      this.#held.delete(h.key);
-      this.#p.onWritten(h.task);
-      if (--this.#lives === 0) for (const resolve of this.#drained.splice(0)) resolve();
+      this.#pumping = false;
     }
   }
 
-  /** Runs the handler in a slot; returns what it threw (`NOTHING` when it returned). */
-  async #runHandler(h: Held<Row>): Promise<unknown> {
-    if (h.abort.aborted) {
-      // aborted while buffered (its lease lost, say): it was handed a slot it will not use, so
-      // the slot goes on to the next buffered task; otherwise the buffer waits for a slot forever
-      const next = this.#p.running() ? this.#shift() : undefined;
-      if (next) void this.#life(next);
-      return h.abort.reason;
-    }
+  /**
+   * One task's life: its handler in a slot, then (slot already free) its fenced write, then
+   * {@link #end}. Callbacks rather than async functions: an async function's frame and awaits
+   * cost allocations on every task, and a handler that returns at once needs no promise at all
+   * (bench/RESULTS.md). Never throws.
+   */
+  #begin(h: Held<Row>): void {
+    this.#lives++;
+    // aborted while buffered (its lease lost, stopping): it never takes a slot
+    if (h.abort.aborted) return this.#afterHandler(h, h.abort.reason);
     this.#handlers++;
     h.startedAt = performance.now();
     const timeoutMs = h.settings.handlerTimeoutMs;
-    const timer = timeoutMs === null ? undefined : setTimeout(() => h.abort.abort(new HandlerTimeoutError(timeoutMs)), timeoutMs);
+    if (timeoutMs !== null) h.timer = setTimeout(() => h.abort.abort(new HandlerTimeoutError(timeoutMs)), timeoutMs);
     const tel = h.tel;
     tel?.start(h.startedAt, h.settings.leaseMs);
-    const handle = () => this.#p.options.handle(h.task, new Context(this, h));
+    // an abort ends the wait at once, so a handler that ignores its signal cannot hold the slot;
+    // its late result is dropped (and a late write it attempts is stopped by the fence). Deferred
+    // a microtask: whoever aborts finishes its own work (reporting a lost lease, say) first.
+    h.abort.onAbort = (reason) => queueMicrotask(() => this.#handlerEnded(h, reason));
     try {
-      await runUntilAborted(tel === undefined ? handle : () => tel.run(handle), h.abort);
-      return NOTHING;
+      const ctx = new Context(this, h);
+      const running = tel === undefined ? this.#p.options.handle(h.task, ctx) : tel.run(() => this.#p.options.handle(h.task, ctx));
+      if (isPromiseLike(running)) {
+        running.then(
+          () => this.#handlerEnded(h, NOTHING),
+          (error: unknown) => this.#handlerEnded(h, error),
+        );
+        return;
+      }
     } catch (error) {
-      return error;
-    } finally {
-      clearTimeout(timer);
-      this.#handlers--;
+      if (!h.abort.aborted) this.#handlerEnded(h, error);
+      return;
+    }
+    // returned at once; an abort during the call has settled it already (see onAbort)
+    if (!h.abort.aborted) this.#handlerEnded(h, NOTHING);
+  }
+
+  /** The handler returned, threw or was aborted (the first of these counts): its slot frees. */
+  #handlerEnded(h: Held<Row>, thrown: unknown): void {
+    if (h.ended) return;
+    h.ended = true;
+    h.abort.onAbort = undefined;
+    clearTimeout(h.timer);
+    this.#handlers--;
+    try {
       // the slot is free now: hand it to a buffered task; the claim loop decides on a refill
-      const next = this.#p.running() ? this.#shift() : undefined;
-      if (next) void this.#life(next);
+      this.#pump();
       const ms = performance.now() - h.startedAt;
-      tel?.handled(ms);
+      h.tel?.handled(ms);
       this.#p.onSlotFree(ms);
+    } catch (error) {
+      this.#p.onError(toError(error));
+    }
+    this.#afterHandler(h, thrown);
+  }
+
+  #afterHandler(h: Held<Row>, thrown: unknown): void {
+    h.writing = true;
+    try {
+      this.#finish(h, thrown);
+    } catch (error) {
+      this.#p.onError(toError(error));
+      this.#end(h);
     }
   }
 
-  async #finish(h: Held<Row>, thrown: unknown): Promise<void> {
+  /** The life is over: the task is written (or given up). Counts once, whatever calls it again. */
+  #end(h: Held<Row>): void {
+    if (h.over) return;
+    h.over = true;
+    h.tel?.abandon(); // a write that failed outright: end the span all the same
+    this.#held.delete(h.key);
+    this.#p.onWritten(h.task);
+    if (--this.#lives === 0) for (const resolve of this.#drained.splice(0)) resolve();
+  }
+
+  /** Decides and writes what the handler's end means; calls {@link #end} once that is done. */
+  #finish(h: Held<Row>, thrown: unknown): void {
     const { task, settings } = h;
     const threw = thrown !== NOTHING;
     const reason: unknown = h.abort.aborted ? h.abort.reason : undefined;
-    if (reason instanceof LeaseLostError) return h.tel?.settle('lease_lost', reason); // reported when detected; write nothing
+    if (reason instanceof LeaseLostError) {
+      h.tel?.settle('lease_lost', reason); // reported when detected; write nothing
+      return this.#end(h);
+    }
     // its row says so already: write nothing (a workflow's refused write says so as it throws)
     if (reason === undefined && threw && isLeaseholdError(thrown, 'CANCELLED')) this.#cancelled(h);
-    if (h.abort.reason instanceof CancelledError) return h.tel?.settle('cancelled', h.abort.reason);
+    if (h.abort.reason instanceof CancelledError) {
+      h.tel?.settle('cancelled', h.abort.reason);
+      return this.#end(h);
+    }
     if (h.suspended) {
       // the park was the write; the run ends here whatever the handler did after it
       if (listened(this.#p.emitter, 'task:suspended')) safeEmit(this.#p.emitter, 'task:suspended', { task });
-      return h.tel?.settle('suspended');
+      h.tel?.settle('suspended');
+      return this.#end(h);
     }
     if (reason instanceof ShutdownError) {
-      await this.#giveBack(h);
-      return;
+      // returns the task to pending, attempt refunded (the worker is stopping)
+      return this.#write(h, toReleased('released by a stopping worker'), () => {
+        safeEmit(this.#p.emitter, 'task:released', { task });
+        h.tel?.settle('released');
+      });
     }
     const outcome = classifyOutcome(threw && reason !== undefined ? reason : threw ? thrown : undefined, threw);
     const transition = outcome.kind === 'success' && h.resultJson !== null ? toDone(h.resultJson) : transitionFor(outcome, task, settings.policy);
     if (transition === null) {
       this.leaseLost(task);
-      return h.tel?.settle('lease_lost', h.abort.reason as Error);
+      h.tel?.settle('lease_lost', h.abort.reason as Error);
+      return this.#end(h);
     }
-    const result = await this.#write(h, transition);
-    if (!result.won) return;
-    emitOutcome(this.#p.emitter, this.#p.log, task, outcome, transition, result.status, performance.now() - h.startedAt);
-    h.tel?.written(outcome, result.status, transition);
+    this.#write(h, transition, (status) => {
+      emitOutcome(this.#p.emitter, this.#p.log, task, outcome, transition, status, performance.now() - h.startedAt);
+      h.tel?.written(outcome, status, transition);
+    });
   }
 
-  /** Writes a fenced transition; a refusal is reported as a lost lease. */
-  async #write(h: Held<Row>, transition: Transition): Promise<FinalizeResult> {
+  /**
+   * Writes a fenced transition, then calls `won` if the fence let it through (a refusal is
+   * reported as a lost lease), then ends the life. A write that failed outright is reported.
+   */
+  #write(h: Held<Row>, transition: Transition, won: (status: FinalizeResult['status']) => void): void {
     // a child task (core's task table) may wake its parent when it ends
     const parentId = (h.task as { readonly parentId?: string | null }).parentId ?? null;
     const item = { id: h.task.id, leaseVersion: h.task.leaseVersion, transition, groupKey: h.task.groupKey, parentId };
-    const result =
-      transition.to === 'done' && h.hooks !== undefined
-        ? await this.#p.finalizer.submitWithHooks(item, h.hooks)
-        : await this.#p.finalizer.submit(item);
-    if (!result.won) {
-      const error = new LeaseLostError(h.task.id, h.task.leaseVersion, `finalize refused: task ${h.task.id} lease_version ${h.task.leaseVersion} moved on`);
-      this.#reportLeaseLost(h.task, error);
-      h.tel?.settle('lease_lost', error);
+    const written = (result: FinalizeResult | undefined, error?: Error): void => {
+      try {
+        if (result === undefined) this.#p.onError(error ?? new Error('finalize failed'));
+        else if (result.won) won(result.status);
+        else {
+          const lost = new LeaseLostError(h.task.id, h.task.leaseVersion, `finalize refused: task ${h.task.id} lease_version ${h.task.leaseVersion} moved on`);
+          this.#reportLeaseLost(h.task, lost);
+          h.tel?.settle('lease_lost', lost);
+        }
+      } catch (thrown) {
+        this.#p.onError(toError(thrown));
+      }
+      this.#end(h);
+    };
+    if (transition.to === 'done' && h.hooks !== undefined) {
+      this.#p.finalizer.submitWithHooks(item, h.hooks).then(written, (error: unknown) => written(undefined, toError(error)));
+    } else {
+      this.#p.finalizer.enqueue(item, written);
     }
-    return result;
-  }
-
-  /** Returns an unfinished task to pending, attempt refunded (the worker is stopping). */
-  async #giveBack(h: Held<Row>): Promise<void> {
-    const result = await this.#write(h, toReleased('released by a stopping worker'));
-    if (!result.won) return;
-    safeEmit(this.#p.emitter, 'task:released', { task: h.task });
-    h.tel?.settle('released');
   }
 
   /** `ctx.extendLease()` of a running task. */
