@@ -41,21 +41,21 @@ describe('ClaimSizing, sized by the worker', () => {
   });
 
   it('refills once the buffer is down to half, not for every freed slot, in powers of two', () => {
-    const s = auto();
+    const s = auto({ maxPrefetch: 512 });
     s.observe(0.005);
     expect(s.want({ running: 8, buffered: 300, writing: 0 })).toBe(0);
     expect(s.want({ running: 8, buffered: 256, writing: 0 })).toBe(256);
     expect(s.want({ running: 8, buffered: 400, writing: 0 })).toBe(0);
-    expect(s.want({ running: 7, buffered: 0, writing: 0 })).toBe(256);
-    // 8 + 512 − 8 − 200 = 312 room: the largest power of two up to 256
+    expect(s.want({ running: 7, buffered: 0, writing: 0 })).toBe(512); // 513 room
+    // 8 + 512 − 8 − 200 = 312 room: the largest power of two up to it
     expect(s.want({ running: 8, buffered: 200, writing: 0 })).toBe(256);
     expect(s.want({ running: 8, buffered: 250, writing: 200 })).toBe(256);
   });
 
   it('holds back while fenced writes lag by more than a full buffer', () => {
-    const s = auto();
+    const s = auto({ maxPrefetch: 512 });
     s.observe(0.005);
-    expect(s.want({ running: 8, buffered: 0, writing: 520 })).toBe(256);
+    expect(s.want({ running: 8, buffered: 0, writing: 520 })).toBe(512);
     expect(s.want({ running: 8, buffered: 0, writing: 900 })).toBe(128); // 520 − 380 lagging = 140 room
     expect(s.want({ running: 8, buffered: 0, writing: 1100 })).toBe(0);
   });
