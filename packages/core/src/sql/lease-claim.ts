@@ -255,10 +255,11 @@ function flowLiterals(names: readonly string[]): RawBuilder<unknown> {
 
 /**
  * What the claim returns per row: the lease columns (see `LEASE_COLUMNS`), then the table's own,
- * then the two timestamps again as epoch milliseconds. Parsing timestamptz text costs pg some
- * 1.5 µs per row and the owner's text is known already, so those three come back as NULLs of
- * their type and {@link withLeaseFields} fills them in: writing a Date or a string over a NULL
- * keeps the row object's shape (a number there would not).
+ * then the timestamps again as epoch milliseconds: `lease_until`, `created_at` and, when the
+ * table returns it, `available_at` (a lease column, so its type is known). Parsing timestamptz
+ * text costs pg some 0.5–1.5 µs per row and the owner's text is known already, so those come
+ * back as NULLs of their type and {@link withLeaseFields} fills them in: writing a Date or a
+ * string over a NULL keeps the row object's shape (a number there would not).
  */
 function claimColumns(table: LeasedTable<unknown>, flows: boolean): RawBuilder<unknown> {
   const o = (c: string) => sql.ref(`o.${c}`);
@@ -272,19 +273,21 @@ function claimColumns(table: LeasedTable<unknown>, flows: boolean): RawBuilder<u
     sql`NULL::timestamptz AS lease_until`,
     sql`NULL::timestamptz AS created_at`,
     o('group_key'),
-    ...extra.map(o),
+    ...extra.map((c) => (c === 'available_at' ? sql`NULL::timestamptz AS available_at` : o(c))),
     sql`date_part('epoch', o.lease_until) * 1000 AS lease_until_ms`,
     sql`date_part('epoch', o.created_at) * 1000 AS created_at_ms`,
+    ...(extra.includes('available_at') ? [sql`date_part('epoch', o.available_at) * 1000 AS available_at_ms`] : []),
     // what the limits' bookkeeping needs (see lease-claim-limits.ts)
     ...(flows ? [sql`o.flow`, sql`o.flow_key`] : []),
   ]);
 }
 
-/** A claimed row as `toClaimed` reads it: the owner and the two dates filled in. */
+/** A claimed row as `toClaimed` reads it: the owner and the dates filled in. */
 function withLeaseFields(raw: Record<string, unknown>, owner: string): Record<string, unknown> {
   raw.lease_owner = owner;
   raw.lease_until = new Date(raw.lease_until_ms as number);
   raw.created_at = new Date(raw.created_at_ms as number);
+  if (raw.available_at_ms !== undefined) raw.available_at = new Date(raw.available_at_ms as number);
   return raw;
 }
 
@@ -308,6 +311,7 @@ function nullColumns(table: LeasedTable<unknown>, withToken: boolean, flows: boo
     ...extra.map(() => sql`NULL`),
     sql`NULL::float8`,
     sql`NULL::float8`,
+    ...(extra.includes('available_at') ? [sql`NULL::float8`] : []),
     ...(flows ? [sql`NULL::text`, sql`NULL::text`] : []),
   ]);
 }
