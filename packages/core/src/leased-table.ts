@@ -102,8 +102,20 @@ export interface TaskRow {
   readonly parentId: string | null;
 }
 
+/** Task tables made so far, by schema: every `enqueue` asks for one, and they never change. */
+const taskTables = new Map<string, LeasedTable<TaskRow>>();
+
 /** The core `task` table in `schema` (default `leasehold`). */
 export function taskTable(schema = 'leasehold'): LeasedTable<TaskRow> {
+  let table = taskTables.get(schema);
+  if (table === undefined) {
+    table = defineTaskTable(schema); // validates `schema` (throws before anything is kept)
+    if (taskTables.size < 100) taskTables.set(schema, table);
+  }
+  return table;
+}
+
+function defineTaskTable(schema: string): LeasedTable<TaskRow> {
   return defineLeasedTable<TaskRow>({
     schema,
     table: 'task',
