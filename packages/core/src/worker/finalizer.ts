@@ -75,7 +75,16 @@ export class Finalizer {
    */
   abandon(): void {
     this.#abandoned.abort(new ShutdownError());
-    for (const p of this.#queue.splice(0)) p.done(undefined, new ShutdownError());
+    for (const p of this.#queue.splice(0)) this.#tell(p, undefined, new ShutdownError());
+  }
+
+  // a callback that throws (it must not) is reported; it must not fail the rest of its batch
+  #tell(p: Pending, result: FinalizeResult | undefined, error?: Error): void {
+    try {
+      p.done(result, error);
+    } catch (thrown) {
+      this.#onError(toError(thrown));
+    }
   }
 
   async #drain(): Promise<void> {
@@ -93,9 +102,9 @@ export class Finalizer {
             () => (retried = true),
           );
           const settled = retried ? await this.#recheck(items, results) : results;
-          settled.forEach((result, i) => batch[i]!.done(result));
+          settled.forEach((result, i) => this.#tell(batch[i]!, result));
         } catch (error) {
-          for (const p of batch) p.done(undefined, toError(error));
+          for (const p of batch) this.#tell(p, undefined, toError(error));
         }
       }
     } finally {
