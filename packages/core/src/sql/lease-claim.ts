@@ -29,6 +29,14 @@ export interface LeaseClaimInput {
    * @defaultValue `batch`
    */
   readonly flowBatch?: number | undefined;
+  /**
+   * Take only `pending` rows due now (index `<table>_claim`): no reap, no scheduled rows that came
+   * due, no expired leases, no parked rows to wake, and no rows under limits. A shorter statement,
+   * for the claim that follows a notification (see the worker's claim loop, which still sends the
+   * whole claim often enough for the other sources). Ignored with `flows`.
+   * @defaultValue false
+   */
+  readonly readyOnly?: boolean | undefined;
 }
 
 /** A row that reap moved to `dead` because its lease ran out on its last attempt. */
@@ -68,7 +76,8 @@ export const REAP_ERROR = 'lease expired after max attempts (worker crash?)';
  * worker's, `<table>_leased`). Each becomes `processing` for `owner` until `now() + lease`, with
  * `lease_version + 1` and `attempts + 1`. A row waiting behind its ordering group's head is
  * `blocked` and in none of those indexes, nor is a row not yet due or a finished one: what the
- * claim walks follows what it can take, however long a blocked group or a schedule grows.
+ * claim walks follows what it can take, however long a blocked group or a schedule grows. With
+ * `readyOnly`, only the first source, and no reap.
  *
  * Locks: the reaped rows and, `FOR UPDATE SKIP LOCKED`, up to `batch` candidates per source, so
  * concurrent claims never take the same row and never wait for each other; candidates not picked
@@ -83,8 +92,9 @@ export async function leaseClaim<Row>(
   const perName = byName !== undefined && byName.size > 0;
   const literal = isClaimSize(input.batch);
   const flows = table.limitTable !== undefined && input.flows !== undefined && input.flows.length > 0;
+  const readyOnly = input.readyOnly === true && !flows;
   // the served limits are written into the text (see flowLiterals), so they are part of the key
-  const key = `leaseClaim:${table.schema}.${table.table}:${literal ? input.batch : 'n'}:${input.names === undefined ? '' : 'names'}:${perName ? 'leases' : ''}:${flows ? `flows=${JSON.stringify(input.flows)}` : ''}`;
+  const key = `leaseClaim:${table.schema}.${table.table}:${literal ? input.batch : 'n'}:${input.names === undefined ? '' : 'names'}:${perName ? 'leases' : ''}:${flows ? `flows=${JSON.stringify(input.flows)}` : ''}:${readyOnly ? 'ready' : 'all'}`;
   const values = {
     owner: input.owner,
     batch: input.batch,
@@ -95,7 +105,8 @@ export async function leaseClaim<Row>(
     flowBatch: Math.min(input.batch, input.flowBatch ?? input.batch),
   };
   const shape = { table, limit: literal ? input.batch : undefined, names: input.names !== undefined, perName, flows, flowNames: flows ? [...input.flows!] : [] };
-  const rows = await executeCached<Record<string, unknown>, typeof values>(executor, key, (v) => claimStatement(shape, v), values);
+  const build = readyOnly ? (v: ClaimValues) => readyClaimStatement(shape, v) : (v: ClaimValues) => claimStatement(shape, v);
+  const rows = await executeCached<Record<string, unknown>, typeof values>(executor, key, build, values);
   const claimed: Claimed<Row>[] = [];
   const reaped: ReapedRow[] = [];
   let waitMs: number | null = null;
@@ -149,8 +160,21 @@ interface ClaimValues {
   readonly flowBatch: number;
 }
 
+/** The pieces both claim statements share. */
+interface ClaimParts {
+  readonly t: RawBuilder<unknown>;
+  readonly nameFilter: RawBuilder<unknown>;
+  readonly limit: RawBuilder<unknown>;
+  /** Leaves rows under limits out: those are claimed only through the limits' own sources. */
+  readonly unlimited: RawBuilder<unknown>;
+  /** The `ready` source: pending rows due now, by claim order. */
+  readonly ready: RawBuilder<unknown>;
+  /** `claimed AS (UPDATE … WHERE o.id = ANY(ARRAY(SELECT id FROM <from>)) RETURNING …)`. */
+  readonly claimed: (from: RawBuilder<unknown>) => RawBuilder<unknown>;
+}
+
 // Interpolates `v` only (see executeCached): everything that shapes the text is in `shape`.
-function claimStatement(shape: ClaimShape, v: ClaimValues): RawBuilder<Record<string, unknown>> {
+function claimParts(shape: ClaimShape, v: ClaimValues): ClaimParts {
   const { table } = shape;
   const t = tableRef(table);
   const nameFilter = shape.names ? sql`AND ${sql.ref(`c.${table.nameColumn}`)} = ANY(${v.names}::text[])` : sql``;
@@ -159,8 +183,49 @@ function claimStatement(shape: ClaimShape, v: ClaimValues): RawBuilder<Record<st
                     WHERE x.name = ${sql.ref(`o.${table.nameColumn}`)}), ${v.leaseMs})`
     : sql`${v.leaseMs}`;
   const limit = shape.limit === undefined ? sql`${v.batch}` : sql.lit(shape.limit);
-  // rows under a limit are claimed only through the limit's own sources (lease-claim-limits.ts)
   const unlimited = table.limitTable === undefined ? sql`` : sql`AND c.flow IS NULL`;
+  const ready = sql`ready AS (
+        SELECT c.id, c.priority FROM ${t} AS c
+        WHERE c.status = 'pending' AND NOT c.blocked AND NOT c.scheduled ${unlimited}
+          -- written as due; only a clock stepped back could make it early
+          AND c.available_at <= now() ${nameFilter}
+        ORDER BY c.priority DESC, c.id
+        LIMIT ${limit}
+        FOR UPDATE SKIP LOCKED
+      )`;
+  const claimed = (from: RawBuilder<unknown>) => sql`claimed AS (
+        UPDATE ${t} AS o
+        SET status = 'processing',
+            scheduled = false,
+            lease_owner = ${v.owner},
+            lease_until = now() + ${leaseMs} * interval '1 millisecond',
+            lease_version = o.lease_version + 1,
+            attempts = o.attempts + 1
+        -- by the primary key, one lookup per picked id: as a join, a claim of a few hundred rows
+        -- from a table of some ten thousand was planned as a hash join over a scan of the whole
+        -- table (5.8 against 2.6 ms for 250 rows of 20,000)
+        WHERE o.id = ANY(ARRAY(SELECT id FROM ${from}))
+        RETURNING ${claimColumns(table, shape.flows)}
+      )`;
+  return { t, nameFilter, limit, unlimited, ready, claimed };
+}
+
+/**
+ * The claim of `readyOnly`: the `ready` source alone. Rows come back as the whole claim's do
+ * (`claimed` true, the same columns), and nothing is reaped.
+ */
+function readyClaimStatement(shape: ClaimShape, v: ClaimValues): RawBuilder<Record<string, unknown>> {
+  const { ready, claimed } = claimParts(shape, v);
+  return sql<Record<string, unknown>>`
+      WITH ${ready}, ${claimed(sql`ready`)}
+      SELECT true AS claimed, claimed.* FROM claimed
+    `;
+}
+
+// Interpolates `v` only (see executeCached): everything that shapes the text is in `shape`.
+function claimStatement(shape: ClaimShape, v: ClaimValues): RawBuilder<Record<string, unknown>> {
+  const { table } = shape;
+  const { t, nameFilter, limit, unlimited, ready, claimed } = claimParts(shape, v);
   const flows = shape.flows ? limitClaimCtes({ table, t, limit, nameFilter, flows: flowLiterals(shape.flowNames), flowBatch: sql`${v.flowBatch}` }) : sql``;
   const admitted = shape.flows ? sql`UNION ALL SELECT * FROM flow_taken` : sql``;
   const written = shape.flows ? limitWriteCtes({ table }) : sql``;
@@ -190,15 +255,7 @@ function claimStatement(shape: ClaimShape, v: ClaimValues): RawBuilder<Record<st
         SET status = 'dead', last_error = ${REAP_ERROR}, lease_owner = NULL, lease_until = NULL
         FROM doomed WHERE r.id = doomed.id
         RETURNING r.id, r.lease_version
-      ), ready AS (
-        SELECT c.id, c.priority FROM ${t} AS c
-        WHERE c.status = 'pending' AND NOT c.blocked AND NOT c.scheduled ${unlimited}
-          -- written as due; only a clock stepped back could make it early
-          AND c.available_at <= now() ${nameFilter}
-        ORDER BY c.priority DESC, c.id
-        LIMIT ${limit}
-        FOR UPDATE SKIP LOCKED
-      ), due AS (
+      ), ${ready}, due AS (
         SELECT c.id, c.priority FROM ${t} AS c
         WHERE c.status = 'pending' AND c.scheduled AND NOT c.blocked ${unlimited} AND c.available_at <= now() ${nameFilter}
         ORDER BY c.available_at, c.id
@@ -215,20 +272,7 @@ function claimStatement(shape: ClaimShape, v: ClaimValues): RawBuilder<Record<st
         SELECT id FROM (SELECT * FROM ready UNION ALL SELECT * FROM due UNION ALL SELECT * FROM expired ${admitted}) AS candidate
         ORDER BY priority DESC, id
         LIMIT ${limit}
-      ), claimed AS (
-        UPDATE ${t} AS o
-        SET status = 'processing',
-            scheduled = false,
-            lease_owner = ${v.owner},
-            lease_until = now() + ${leaseMs} * interval '1 millisecond',
-            lease_version = o.lease_version + 1,
-            attempts = o.attempts + 1
-        -- by the primary key, one lookup per picked id: as a join, a claim of a few hundred rows
-        -- from a table of some ten thousand was planned as a hash join over a scan of the whole
-        -- table (5.8 against 2.6 ms for 250 rows of 20,000)
-        WHERE o.id = ANY(ARRAY(SELECT id FROM picked))
-        RETURNING ${claimColumns(table, shape.flows)}
-      )${written}
+      ), ${claimed(sql`picked`)}${written}
       SELECT true AS claimed, claimed.*${shape.flows ? sql`, NULL::float8 AS wait_ms, NULL::bigint AS promoted` : sql``} FROM claimed
       UNION ALL
       SELECT false AS claimed, reaped.id, reaped.lease_version, ${nullColumns(table, false, shape.flows)}${shape.flows ? sql`, NULL::float8, NULL::bigint` : sql``} FROM reaped

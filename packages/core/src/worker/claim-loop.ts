@@ -32,6 +32,14 @@ export interface ClaimLoopParts<Row> {
 }
 
 /**
+ * Longest time after a whole claim during which the loop may send ready-only claims (see
+ * `LeaseClaimInput.readyOnly`), in ms. It bounds how long a busy worker leaves rows that only the
+ * whole claim takes: scheduled rows that came due (retries, delays), expired leases of crashed
+ * workers, tasks to reap, and parked tasks to wake by time.
+ */
+const WHOLE_CLAIM_EVERY_MS = 100;
+
+/**
  * Claims while the worker runs: as much as `sizing` says its slots and buffer can take. When its
  * slots and buffer are full it waits for a freed slot that wants a refill or a finished write;
  * when a claim comes back short, `guard` decides between claiming again and sleeping until a
@@ -53,6 +61,7 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>, rateWake: Rate
   const { options: o, runner, wakeup, emitter } = parts;
   let failures = 0;
   let idle = false;
+  let wholeAt = -Infinity;
   while (parts.running()) {
     const want = parts.sizing.want(runner);
     if (want === 0) {
@@ -65,6 +74,15 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>, rateWake: Rate
     let promoted: number;
     // rows under limits only for free slots: buffered, one would hold a slot or a spent start
     const flowBatch = o.concurrency - runner.running - runner.buffered;
+    const flows = flowBatch > 0 ? parts.flows() : undefined;
+    // On the path from a notification to a handler, only the rows a notification announces: a
+    // ready-only claim is the shorter statement (about 0.15 ms of a 1.2 ms wake-to-start here).
+    // The other sources come with the next whole claim: the one before sleeping (the guard's
+    // armed claim must see everything a producer that skipped its NOTIFY wrote), the first after
+    // a poll, and at least one every WHOLE_CLAIM_EVERY_MS while busy.
+    const woken = parts.guard.takeWoken();
+    const readyOnly = (flows === undefined || flows.length === 0) && !parts.guard.armed && (woken || performance.now() - wholeAt < WHOLE_CLAIM_EVERY_MS);
+    if (!readyOnly) wholeAt = performance.now();
     try {
       const result = await leaseClaim(parts.db, o.table, {
         owner: o.owner,
@@ -72,8 +90,9 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>, rateWake: Rate
         leaseMs: o.settings.leaseMs,
         names: o.names,
         leaseMsByName: o.leaseMsByName,
-        flows: flowBatch > 0 ? parts.flows() : undefined,
+        flows,
         flowBatch,
+        readyOnly,
       });
       failures = 0;
       parts.log.reachable();

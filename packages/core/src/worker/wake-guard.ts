@@ -36,9 +36,23 @@ export class WakeGuard {
   #busyWaitMs = 1;
   /** False once the table turned out to have no wake sequence (an older schema). */
   #available = true;
+  /** The last sleep ended by a wake (a notification, a freed slot), not by the poll interval. */
+  #woken = false;
 
   constructor(parts: WakeGuardParts) {
     this.#p = parts;
+  }
+
+  /** Armed: the loop's next claim is the last before it sleeps, and must take every source. */
+  get armed(): boolean {
+    return this.#armed;
+  }
+
+  /** Whether the loop was woken from its sleep since the last call (then it claims what woke it). */
+  takeWoken(): boolean {
+    const woken = this.#woken;
+    this.#woken = false;
+    return woken;
   }
 
   /** The loop claimed a full batch, waited, or failed: it must arm again before it sleeps. */
@@ -89,7 +103,10 @@ export class WakeGuard {
     let left = p.pollIntervalMs;
     while (p.running()) {
       const slice = Math.min(left, WAKE_RENEW_MS);
-      if (await p.wakeup.wait(slice)) return;
+      if (await p.wakeup.wait(slice)) {
+        this.#woken = true;
+        return;
+      }
       left -= slice;
       if (left <= 0 || !p.running()) return;
       try {

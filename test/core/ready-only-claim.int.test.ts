@@ -1,0 +1,105 @@
+// The worker answers a notification with a ready-only claim (the `ready` source alone, the
+// shorter statement on the path from a commit to a handler) and sends the whole claim before it
+// sleeps, after a poll, and at least every WHOLE_CLAIM_EVERY_MS while busy. These tests pin down
+// what the short claim leaves alone, and that a worker that never sleeps still takes everything
+// only the whole claim takes: scheduled rows that came due and a crashed worker's expired lease.
+import { claim, createWorker, defineTask, enqueue, enqueueMany, taskTable } from '@leasehold/core';
+import { leaseClaim } from '@leasehold/core/internal';
+import { sql } from 'kysely';
+import pg from 'pg';
+import { afterEach, describe, expect, it } from 'vitest';
+import { readTask, useTestDatabase, waitForLeaseExpiry } from '../fixtures.js';
+import { useWorkers } from '../workers.js';
+
+const t = useTestDatabase();
+// registered before useWorkers: hooks run in reverse, so workers stop before their pools end
+const pools: pg.Pool[] = [];
+afterEach(async () => {
+  await Promise.all(pools.splice(0).map((p) => p.end()));
+});
+const track = useWorkers();
+const table = taskTable();
+
+/** A pool that counts the claim statements sent through it, by kind. */
+function countingPool(): { pool: pg.Pool; claims: { readyOnly: number; whole: number } } {
+  const pool = new pg.Pool({ connectionString: t.url, max: 10 });
+  pools.push(pool);
+  const claims = { readyOnly: 0, whole: 0 };
+  const query = pool.query.bind(pool) as (...args: unknown[]) => unknown;
+  (pool as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+    const text = typeof args[0] === 'object' && args[0] !== null ? (args[0] as { text?: string }).text : undefined;
+    if (text?.includes('ready AS (')) {
+      if (text.includes('doomed AS (')) claims.whole++;
+      else claims.readyOnly++;
+    }
+    return query(...args);
+  };
+  return { pool, claims };
+}
+
+describe('ready-only claims', () => {
+  it('take only pending rows due now: no scheduled row that came due, no expired lease, no reap, no parked row woken', async () => {
+    const job = defineTask<{ k: string }>('ready-only.job', { handler: () => {} });
+    // a crashed worker's two tasks: one with attempts left, one on its last attempt
+    const [expired, doomed] = await enqueueMany(t.pool, job, [{ payload: { k: 'expired' } }, { payload: { k: 'doomed' }, maxAttempts: 1 }]);
+    const taken = await claim(t.pool, { owner: 'crashed', batch: 2, lease: '1m' });
+    expect(taken.map((r) => r.id).sort()).toEqual([expired!.id, doomed!.id].sort());
+    await sql`UPDATE leasehold.task SET lease_until = now() - interval '1 second' WHERE id IN (${expired!.id}, ${doomed!.id})`.execute(t.db);
+    const ready = await enqueue(t.pool, job, { k: 'ready' });
+    // a retry whose backoff is over, and a workflow whose sleep is over
+    const due = await enqueue(t.pool, job, { k: 'due' }, { delay: '1h' });
+    await sql`UPDATE leasehold.task SET available_at = now() - interval '1 second' WHERE id = ${due.id}`.execute(t.db);
+    const parked = await enqueue(t.pool, job, { k: 'parked' });
+    await sql`UPDATE leasehold.task SET status = 'waiting', scheduled = true, available_at = now() - interval '1 second' WHERE id = ${parked.id}`.execute(t.db);
+
+    const short = await leaseClaim(t.pool, table, { owner: 'me', batch: 16, leaseMs: 60_000, readyOnly: true });
+    expect(short.claimed.map((r) => r.id)).toEqual([ready.id]);
+    expect(short.reaped).toEqual([]);
+    expect((await readTask(t.db, expired!.id)).leaseOwner).toBe('crashed');
+    expect((await readTask(t.db, doomed!.id)).status).toBe('processing');
+    expect((await readTask(t.db, due.id)).status).toBe('pending');
+    expect((await readTask(t.db, parked.id)).status).toBe('waiting');
+
+    // the whole claim takes the rest: the due row, the expired lease, the reap, and the wake
+    const whole = await leaseClaim(t.pool, table, { owner: 'me', batch: 16, leaseMs: 60_000 });
+    expect(whole.claimed.map((r) => r.id).sort()).toEqual([expired!.id, due.id].sort());
+    expect(whole.reaped.map((r) => r.id)).toEqual([doomed!.id]);
+    expect((await readTask(t.db, doomed!.id)).status).toBe('dead');
+    expect((await readTask(t.db, parked.id)).status).toBe('pending');
+    const next = await leaseClaim(t.pool, table, { owner: 'me', batch: 16, leaseMs: 60_000, readyOnly: false });
+    expect(next.claimed.map((r) => r.id)).toEqual([parked.id]);
+  });
+
+  it('a worker that never sleeps still takes a crashed worker\'s expired lease and a task that came due, through its whole claims', async () => {
+    const { pool, claims } = countingPool();
+    const ran: string[] = [];
+    let flooding = true;
+    // every flood task enqueues the next one, so hundreds stay ready and every claim comes back
+    // full: the worker never arms, never sleeps, and only its periodic whole claim can see the rest
+    const flood = defineTask<Record<string, never>>('ready-only.flood', {
+      handler: async () => {
+        if (flooding) await enqueue(t.pool, flood, {});
+      },
+    });
+    const other = defineTask<{ k: string }>('ready-only.other', { handler: ({ k }) => void ran.push(k) });
+    const victim = await enqueue(t.pool, other, { k: 'victim' });
+    const [crashed] = await claim(t.pool, { owner: 'crashed', batch: 1, lease: '1s' });
+    expect(crashed!.id).toBe(victim.id);
+    await enqueueMany(t.pool, flood, Array.from({ length: 400 }, () => ({ payload: {} })));
+
+    const worker = track(createWorker({ pool, tasks: [flood, other], concurrency: 4, prefetch: 0, pollInterval: '60s' }));
+    await worker.start();
+    // due only after the worker is busy: scheduled, so no claim could take it on arrival
+    await enqueue(t.pool, other, { k: 'due' }, { delay: '1500ms' });
+    await waitForLeaseExpiry(t.db, victim.id);
+    await expect.poll(() => [...ran].sort(), { timeout: 30_000, interval: 20 }).toEqual(['due', 'victim']);
+    flooding = false;
+    const flooded = Number((await sql<{ n: string }>`SELECT count(*) AS n FROM leasehold.task WHERE name = 'ready-only.flood' AND status = 'pending'`.execute(t.db)).rows[0]!.n);
+    // the flood never ran dry while they waited, and both kinds of claim were sent
+    expect(flooded).toBeGreaterThan(100);
+    expect(claims.readyOnly).toBeGreaterThan(0);
+    expect(claims.whole).toBeGreaterThan(0);
+    expect((await readTask(t.db, victim.id)).attempts).toBe(2);
+    await worker.stop();
+  });
+});
