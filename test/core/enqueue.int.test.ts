@@ -102,6 +102,30 @@ describe('enqueue inside the application transaction', () => {
     });
   });
 
+  it('enqueueMany of plain items (one array, the ids back as one array) maps every id to its item, with concurrent batches drawing ids between them', async () => {
+    const batch = (tag: string, n: number) => Array.from({ length: n }, (_, i) => ({ payload: { name: `${tag} ${i}` }, priority: 3, maxAttempts: 4 }));
+    // two uniform batches at once (their ids interleave) and a mixed one (the general statement)
+    const [a, b, mixed] = await Promise.all([
+      enqueueMany(t.pool, greet, batch('a', 5_000)),
+      t.db.transaction().execute((trx) => enqueueMany(trx, greet, batch('b', 5_000))),
+      enqueueMany(t.pool, greet, [...batch('m', 3), { payload: { name: 'm later' }, delay: '1h' }]),
+    ]);
+    for (const [tag, result] of [['a', a], ['b', b]] as const) {
+      expect(result).toHaveLength(5_000);
+      expect(result.every((r) => r.inserted)).toBe(true);
+      const ids = result.map((r) => BigInt(r.id));
+      expect(ids).toEqual([...ids].sort((x, y) => (x < y ? -1 : 1)));
+      const stored = await sql<{ id: string; name: string; priority: number; max_attempts: number; scheduled: boolean; due: boolean }>`
+        SELECT id::text, payload->>'name' AS name, priority, max_attempts, scheduled, available_at <= now() AS due
+        FROM leasehold.task WHERE id = ANY(${result.map((r) => r.id)}::bigint[])`.execute(t.db);
+      const byId = new Map(stored.rows.map((r) => [r.id, r]));
+      result.forEach((r, i) => {
+        expect(byId.get(r.id)).toEqual({ id: r.id, name: `${tag} ${i}`, priority: 3, max_attempts: 4, scheduled: false, due: true });
+      });
+    }
+    expect(mixed.map((r) => r.inserted)).toEqual([true, true, true, true]);
+  });
+
   it('a single enqueue without keys stores its options: priority, attempts, a delay (scheduled) or a run time', async () => {
     const soon = await enqueue(t.pool, greet, { name: 'single' }, { priority: 5, maxAttempts: 2 });
     const later = await enqueue(t.pool, greet, { name: 'later' }, { delay: '1h' });

@@ -155,6 +155,7 @@ function insertOneStatement(table: LeasedTable<unknown>, v: InsertOneValues): Ra
  * locks in, so the rows go in as they come, ids drawn in input order and read back by position.
  */
 async function insertPlain(executor: Executor, table: LeasedTable<unknown>, rows: readonly TaskInsert[]): Promise<InsertedTask[]> {
+  if (isUniform(rows)) return insertUniform(executor, table, rows);
   const t = tableRef(table);
   const answers = await execute<{ id: string }>(
     executor,
@@ -179,6 +180,55 @@ async function insertPlain(executor: Executor, table: LeasedTable<unknown>, rows
   );
   if (answers.length !== rows.length) throw new Error(`enqueue: ${answers.length} ids for ${rows.length} rows`);
   return answers.map((a) => ({ id: String(a.id), inserted: true }));
+}
+
+/**
+ * Rows of one name, priority and attempt limit, each due now and carrying nothing but its payload:
+ * what `enqueueMany` of one task with plain items sends.
+ */
+function isUniform(rows: readonly TaskInsert[]): boolean {
+  const first = rows[0]!;
+  return rows.every(
+    (r) =>
+      r.name === first.name &&
+      r.priority === first.priority &&
+      r.maxAttempts === first.maxAttempts &&
+      r.runAt === null &&
+      r.delayMs === 0 &&
+      (r.traceparent ?? null) === null &&
+      (r.tracestate ?? null) === null &&
+      (r.flow ?? null) === null &&
+      (r.flowKey ?? null) === null &&
+      (r.parentId ?? null) === null,
+  );
+}
+
+/**
+ * {@link insertPlain} for uniform rows: one array (the payloads) instead of eleven, the rest as
+ * scalars and column defaults (`available_at` now, not `scheduled`), and the ids back as one
+ * array in input order rather than a row each. pg escapes every element of every array it sends,
+ * and the server unnests each one, so the ten arrays of constants and NULLs were most of a
+ * batch's cost.
+ */
+async function insertUniform(executor: Executor, table: LeasedTable<unknown>, rows: readonly TaskInsert[]): Promise<InsertedTask[]> {
+  const first = rows[0]!;
+  const [answer] = await execute<{ ids: string[] }>(
+    executor,
+    sql`
+      WITH input AS (
+        SELECT nextval((SELECT ${`${table.schema}.${table.table}_id_seq`}::regclass)) AS id, u.payload, u.n
+        FROM unnest(${rows.map((r) => r.payloadJson)}::jsonb[]) WITH ORDINALITY AS u(payload, n)
+      ), inserted AS (
+        INSERT INTO ${tableRef(table)} (id, name, payload, priority, max_attempts)
+          OVERRIDING SYSTEM VALUE
+        SELECT i.id, ${first.name}::text, i.payload, ${first.priority}::int, ${first.maxAttempts}::int FROM input AS i
+      )
+      SELECT array_agg(id ORDER BY n)::text[] AS ids FROM input
+    `,
+  );
+  const ids = answer?.ids ?? [];
+  if (ids.length !== rows.length) throw new Error(`enqueue: ${ids.length} ids for ${rows.length} rows`);
+  return ids.map((id) => ({ id, inserted: true }));
 }
 
 /** One INSERT; per input row its task, or undefined where a dedup conflict's row is not visible yet. */
