@@ -8,7 +8,7 @@ import { leaseClaim } from '@leasehold/core/internal';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
-import { readTask, useTestDatabase, waitForLeaseExpiry } from '../fixtures.js';
+import { readTask, useTestDatabase, waitForLeaseExpiry, waitForLockWaiters } from '../fixtures.js';
 import { useWorkers } from '../workers.js';
 
 const t = useTestDatabase();
@@ -101,5 +101,37 @@ describe('ready-only claims', () => {
     expect(claims.whole).toBeGreaterThan(0);
     expect((await readTask(t.db, victim.id)).attempts).toBe(2);
     await worker.stop();
+  });
+
+  it('the claim answering a wake-up goes out on the LISTEN connection, and stop() lets it answer: its task is given back, not left leased', async () => {
+    const { pool, claims } = countingPool();
+    const job = defineTask<Record<string, never>>('ready-only.stopping', { handler: () => {} });
+    const worker = track(createWorker({ pool, tasks: [job], pollInterval: '60s' }));
+    await worker.start();
+    // asleep: it announced so in the wake sequence (core migration 5)
+    await expect
+      .poll(async () => (await sql<{ asleep: boolean }>`SELECT pg_sequence_last_value('leasehold.task_wake') > date_part('epoch', clock_timestamp()) * 1000 AS asleep`.execute(t.db)).rows[0]!.asleep, { timeout: 20_000 })
+      .toBe(true);
+    const sentThroughPool = claims.readyOnly + claims.whole;
+    // a task whose insert holds the table until it commits, so the claim that a notification sets
+    // off waits in the server for as long as the test likes
+    const holder = new pg.Client({ connectionString: t.url });
+    await holder.connect();
+    try {
+      await holder.query('BEGIN');
+      const { rows } = await holder.query<{ id: string }>(`INSERT INTO leasehold.task (name, payload) VALUES ('ready-only.stopping', '{}') RETURNING id::text`);
+      await holder.query('LOCK TABLE leasehold.task IN EXCLUSIVE MODE');
+      await sql`SELECT pg_notify('leasehold:leasehold.task', '')`.execute(t.db);
+      await waitForLockWaiters(t.db, 1);
+      // the waiting claim is not one of the pool's
+      expect(claims.readyOnly + claims.whole).toBe(sentThroughPool);
+      const stopped = worker.stop({ timeout: 0 });
+      await holder.query('COMMIT');
+      await stopped;
+      // the claim took the task and the stopping worker released it, attempt refunded
+      expect(await readTask(t.db, rows[0]!.id)).toMatchObject({ status: 'pending', attempts: 0, leaseVersion: 1, leaseOwner: null });
+    } finally {
+      await holder.end();
+    }
   });
 });

@@ -45,17 +45,19 @@ describe('the worker', () => {
     const errors: Error[] = [];
     worker.on('worker:error', ({ error }) => void errors.push(error));
     await worker.start();
-    await sql`SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-              WHERE application_name = 'relisten-test' AND query ILIKE 'LISTEN%'`.execute(t.db);
+    // The listener's session is the one whose last statement is its LISTEN or a ready-only claim:
+    // an idle worker sends the claim answering a wake-up (also the one after (re)connecting) on
+    // the LISTEN connection, and its pool only whole claims.
+    const listenerSessions = (since: Date) => sql<{ pid: number }>`SELECT pid FROM pg_stat_activity
+      WHERE application_name = 'relisten-test' AND backend_start > ${since}
+        AND (query ILIKE 'LISTEN%' OR (query LIKE '%ready AS (%' AND query NOT LIKE '%doomed AS (%'))`.execute(t.db);
+    await expect.poll(async () => (await listenerSessions(new Date(0))).rows.length, { timeout: 5_000 }).toBe(1);
+    const killedAt = (await sql<{ at: Date }>`SELECT clock_timestamp() AS at`.execute(t.db)).rows[0]!.at;
+    const [listener] = (await listenerSessions(new Date(0))).rows;
+    await sql`SELECT pg_terminate_backend(${listener!.pid}::int)`.execute(t.db);
     await expect.poll(() => errors.length, { timeout: 5_000 }).toBeGreaterThan(0);
-    // wait until the listener is back
-    await expect
-      .poll(async () => {
-        const { rows } = await sql<{ n: string }>`SELECT count(*) AS n FROM pg_stat_activity
-          WHERE application_name = 'relisten-test' AND query ILIKE 'LISTEN%'`.execute(t.db);
-        return Number(rows[0]?.n);
-      }, { timeout: 10_000 })
-      .toBe(1);
+    // wait until the listener is back, on a new session
+    await expect.poll(async () => (await listenerSessions(killedAt)).rows.length, { timeout: 10_000 }).toBe(1);
     const committed = performance.now();
     const done = nextEvent(worker, 'task:succeeded');
     await enqueue(t.pool, pong, {});

@@ -119,12 +119,22 @@ describe('real worker processes under faults', () => {
       }
       await sleep(random(150, 400));
     });
-    // each worker is LISTENing again on a connection of its own
+    // each worker is LISTENing again on a connection of its own: a notification reaches it, and
+    // it answers with a ready-only claim on that connection (a session that ran one after the
+    // notification; the rest of its wake-up goes through its pool). Notified again each round,
+    // until every worker has answered from its own session.
+    const answered = new Set<number>();
+    const since = (await sql<{ at: Date }>`SELECT clock_timestamp() AS at`.execute(t.db)).rows[0]!.at;
     await expect
       .poll(
-        async () =>
-          (await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity
-              WHERE application_name = ${app} AND query ILIKE 'LISTEN%'`.execute(t.db)).rows[0]!.n,
+        async () => {
+          await sql`SELECT pg_notify('leasehold:leasehold.task', '')`.execute(t.db);
+          const { rows } = await sql<{ pid: number }>`SELECT pid FROM pg_stat_activity
+              WHERE application_name = ${app} AND query_start >= ${since}
+                AND query LIKE '%ready AS (%' AND query NOT LIKE '%doomed AS (%'`.execute(t.db);
+          for (const r of rows) answered.add(r.pid);
+          return answered.size;
+        },
         { timeout: 20_000 },
       )
       .toBe(3);

@@ -1,5 +1,6 @@
 import type { EventEmitter } from 'eventemitter3';
 import { toError } from '../errors.js';
+import type { Executor } from '../sql/execute.js';
 import { leaseClaim } from '../sql/lease-claim.js';
 import type { Claimed } from '../sql/lease-row.js';
 import type { ClaimSizing } from './claim-sizing.js';
@@ -20,6 +21,11 @@ export interface ClaimLoopParts<Row> {
   readonly sizing: ClaimSizing;
   /** Decides, after a claim that came back short, between claiming again and sleeping. */
   readonly guard: WakeGuard;
+  /**
+   * The LISTEN connection (see `Listener.run`), for the claim that answers a wake-up; undefined
+   * when the worker does not listen.
+   */
+  readonly listener?: { run<T>(statement: (executor: Executor) => Promise<T>): Promise<T> | undefined } | undefined;
   /** Woken by notifications, freed slots (see the worker's wiring), finished writes and stop. */
   readonly wakeup: Wakeup;
   readonly log: WorkerLog;
@@ -33,9 +39,10 @@ export interface ClaimLoopParts<Row> {
 
 /**
  * Longest time after a whole claim during which the loop may send ready-only claims (see
- * `LeaseClaimInput.readyOnly`), in ms. It bounds how long a busy worker leaves rows that only the
- * whole claim takes: scheduled rows that came due (retries, delays), expired leases of crashed
- * workers, tasks to reap, and parked tasks to wake by time.
+ * `LeaseClaimInput.readyOnly`), in ms, or the poll interval if shorter (so the first claim after
+ * a poll is always whole). It bounds how long a busy worker leaves rows that only the whole claim
+ * takes: scheduled rows that came due (retries, delays), expired leases of crashed workers, tasks
+ * to reap, and parked tasks to wake by time.
  */
 const WHOLE_CLAIM_EVERY_MS = 100;
 
@@ -62,6 +69,7 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>, rateWake: Rate
   let failures = 0;
   let idle = false;
   let wholeAt = -Infinity;
+  const wholeEveryMs = Math.min(WHOLE_CLAIM_EVERY_MS, o.pollIntervalMs);
   while (parts.running()) {
     const want = parts.sizing.want(runner);
     if (want === 0) {
@@ -79,12 +87,12 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>, rateWake: Rate
     // ready-only claim is the shorter statement (about 0.15 ms of a 1.2 ms wake-to-start here).
     // The other sources come with the next whole claim: the one before sleeping (the guard's
     // armed claim must see everything a producer that skipped its NOTIFY wrote), the first after
-    // a poll, and at least one every WHOLE_CLAIM_EVERY_MS while busy.
+    // a poll, and at least one every wholeEveryMs while busy.
     const woken = parts.guard.takeWoken();
-    const readyOnly = (flows === undefined || flows.length === 0) && !parts.guard.armed && (woken || performance.now() - wholeAt < WHOLE_CLAIM_EVERY_MS);
+    const readyOnly = (flows === undefined || flows.length === 0) && !parts.guard.armed && (woken || performance.now() - wholeAt < wholeEveryMs);
     if (!readyOnly) wholeAt = performance.now();
-    try {
-      const result = await leaseClaim(parts.db, o.table, {
+    const claim = (executor: Executor) =>
+      leaseClaim(executor, o.table, {
         owner: o.owner,
         batch: want,
         leaseMs: o.settings.leaseMs,
@@ -94,6 +102,9 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>, rateWake: Rate
         flowBatch,
         readyOnly,
       });
+    try {
+      // the answer to a wake-up goes out on the connection that just delivered it (Listener.run)
+      const result = await ((woken && readyOnly ? parts.listener?.run(claim) : undefined) ?? claim(parts.db));
       failures = 0;
       parts.log.reachable();
       for (const reaped of result.reaped) safeEmit(emitter, 'task:reaped', reaped);

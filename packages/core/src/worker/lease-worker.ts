@@ -176,6 +176,7 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
         running: this.#running,
         onError: (error) => this.#error(error),
       }),
+      listener: this.#listener,
       wakeup: this.#wakeup,
       log: this.#log,
       emitter: this,
