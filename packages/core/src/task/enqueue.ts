@@ -10,6 +10,7 @@ import { taskInsertMany, type InsertedTask, type TaskInsert } from '../sql/task-
 import { otel, otelNow } from '../telemetry/otel-api.js';
 import { traceContextNow, type TraceContext } from '../telemetry/trace-headers.js';
 import type { TaskDefinition } from './define-task.js';
+import { isPgPool, sharedInsert } from './shared-insert.js';
 import type { EnqueueItemFor, EnqueueOptionsArg } from './enqueue-args.js';
 import type { EnqueueOptions } from './enqueue-options.js';
 
@@ -21,7 +22,10 @@ export interface EnqueueItem<P> extends Omit<EnqueueOptions, 'schema'> {
 /**
  * Adds a task. Pass the application's transaction (Kysely or `pg`) to make the task commit or
  * roll back with it. With a live `dedupKey` the existing task is returned (`inserted: false`).
- * An ordered task (`ordered: true`) needs a `groupKey`, so its options are required.
+ * An ordered task (`ordered: true`) needs a `groupKey`, so its options are required. On a `pg`
+ * `Pool`, concurrent calls without a group or dedup key share statements (one round trip and one
+ * commit for all that arrived while the previous one ran); each resolves once its task is
+ * committed, and a statement that fails rejects every call it carried, writing none of them.
  *
  * @example
  * await db.transaction().execute(async (trx) => {
@@ -35,8 +39,12 @@ export async function enqueue<P, O extends boolean = boolean, R = unknown>(
   payload: NoInfer<P>,
   ...[options = {}]: EnqueueOptionsArg<O>
 ): Promise<InsertedTask<R>> {
-  const [row] = await enqueueMany<P, boolean, R>(executor, task, [{ ...options, payload }], { schema: options.schema });
-  return row!;
+  const table = taskTable(options.schema);
+  if (otelNow() === undefined) await otel(); // once per process: the optional API loads lazily
+  const [row] = prepareInserts(task, [{ ...options, payload }]);
+  if (row!.groupKey === null && row!.dedupKey === null && isPgPool(executor)) return (await sharedInsert(executor, table, row!)) as InsertedTask<R>;
+  const [inserted] = await taskInsertMany(executor, table, [row!]);
+  return inserted as InsertedTask<R>;
 }
 
 /**
