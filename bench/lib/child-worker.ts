@@ -12,7 +12,7 @@ type Send = (message: Record<string, unknown>) => Promise<void>;
 /** Which kind of statement a worker sent, told apart by its text. */
 function statementKind(text: string): string {
   if (text.includes('SET lease_until = now() + f.lease_ms')) return 'heartbeat';
-  if (text.includes('WITH doomed AS')) return 'claim';
+  if (text.includes('ready AS (')) return 'claim'; // the whole claim or the ready-only one
   if (text.includes('f.too_old')) return 'finalize';
   return 'other';
 }
