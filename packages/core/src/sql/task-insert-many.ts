@@ -212,23 +212,39 @@ function isUniform(rows: readonly TaskInsert[]): boolean {
  */
 async function insertUniform(executor: Executor, table: LeasedTable<unknown>, rows: readonly TaskInsert[]): Promise<InsertedTask[]> {
   const first = rows[0]!;
-  const [answer] = await execute<{ ids: string[] }>(
-    executor,
-    sql`
-      WITH input AS (
-        SELECT nextval((SELECT ${`${table.schema}.${table.table}_id_seq`}::regclass)) AS id, u.payload, u.n
-        FROM unnest(${rows.map((r) => r.payloadJson)}::jsonb[]) WITH ORDINALITY AS u(payload, n)
-      ), inserted AS (
-        INSERT INTO ${tableRef(table)} (id, name, payload, priority, max_attempts)
-          OVERRIDING SYSTEM VALUE
-        SELECT i.id, ${first.name}::text, i.payload, ${first.priority}::int, ${first.maxAttempts}::int FROM input AS i
-      )
-      SELECT array_agg(id ORDER BY n)::text[] AS ids FROM input
-    `,
-  );
+  // compiled once per table (executeCached), like the single insert: it also carries the shared
+  // single enqueues of a pool (task/shared-insert.ts), a statement per handful of calls
+  const [answer] = await executeCached<{ ids: string[] }, UniformInsertValues>(executor, `insertUniform:${table.schema}.${table.table}`, (v) => uniformInsertStatement(table, v), {
+    payloads: rows.map((r) => r.payloadJson),
+    name: first.name,
+    priority: first.priority,
+    maxAttempts: first.maxAttempts,
+  });
   const ids = answer?.ids ?? [];
   if (ids.length !== rows.length) throw new Error(`enqueue: ${ids.length} ids for ${rows.length} rows`);
   return ids.map((id) => ({ id, inserted: true }));
+}
+
+type UniformInsertValues = {
+  readonly payloads: readonly string[];
+  readonly name: string;
+  readonly priority: number;
+  readonly maxAttempts: number;
+};
+
+// interpolates `v` only (see executeCached)
+function uniformInsertStatement(table: LeasedTable<unknown>, v: UniformInsertValues): RawBuilder<{ ids: string[] }> {
+  return sql<{ ids: string[] }>`
+    WITH input AS (
+      SELECT nextval((SELECT ${`${table.schema}.${table.table}_id_seq`}::regclass)) AS id, u.payload, u.n
+      FROM unnest(${v.payloads}::jsonb[]) WITH ORDINALITY AS u(payload, n)
+    ), inserted AS (
+      INSERT INTO ${tableRef(table)} (id, name, payload, priority, max_attempts)
+        OVERRIDING SYSTEM VALUE
+      SELECT i.id, ${v.name}::text, i.payload, ${v.priority}::int, ${v.maxAttempts}::int FROM input AS i
+    )
+    SELECT array_agg(id ORDER BY n)::text[] AS ids FROM input
+  `;
 }
 
 /** One INSERT; per input row its task, or undefined where a dedup conflict's row is not visible yet. */

@@ -13,6 +13,22 @@ export interface PgPoolLike extends PgQueryable {
   >;
 }
 
+/** What a `pg` `Pool` exposes to build a client just like its own (`new pool.Client(pool.options)`). */
+export interface PgPoolFactory<C = unknown> {
+  readonly Client: new (options: object) => C;
+  readonly options: object;
+}
+
+/**
+ * A `pg` `Pool`: it builds its clients itself, and every statement sent through it is its own
+ * transaction. A checked-out or single `Client` (which may be inside the caller's BEGIN) and a
+ * Kysely instance are not. `C`: the client type the caller builds with it.
+ */
+export function isPgPool<C = unknown>(executor: object): executor is PgPoolLike & PgPoolFactory<C> {
+  const candidate = executor as Partial<PgPoolFactory>;
+  return typeof candidate.Client === 'function' && typeof candidate.options === 'object' && candidate.options !== null;
+}
+
 /** A Kysely instance of any database type, as far as opening a transaction goes. */
 export interface KyselyTransactionSource {
   /** Kysely's transaction builder. */

@@ -6,11 +6,12 @@ import { INTEGER_RANGES } from '../input/limits.js';
 import { checkKey } from '../input/text.js';
 import { taskTable } from '../leased-table.js';
 import type { Executor } from '../sql/execute.js';
+import { isPgPool } from '../sql/transaction.js';
 import { taskInsertMany, type InsertedTask, type TaskInsert } from '../sql/task-insert-many.js';
 import { otel, otelNow } from '../telemetry/otel-api.js';
 import { traceContextNow, type TraceContext } from '../telemetry/trace-headers.js';
 import type { TaskDefinition } from './define-task.js';
-import { isPgPool, sharedInsert } from './shared-insert.js';
+import { sharedInsert } from './shared-insert.js';
 import type { EnqueueItemFor, EnqueueOptionsArg } from './enqueue-args.js';
 import type { EnqueueOptions } from './enqueue-options.js';
 

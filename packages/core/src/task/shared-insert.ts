@@ -24,7 +24,7 @@ interface Waiting {
 class SharedInsert {
   readonly #pool: Executor;
   readonly #table: LeasedTable<unknown>;
-  #waiting: Waiting[] = [];
+  readonly #waiting: Waiting[] = [];
   #busy = false;
 
   constructor(pool: Executor, table: LeasedTable<unknown>) {
@@ -70,13 +70,4 @@ export function sharedInsert(pool: Executor, table: LeasedTable<unknown>, row: T
   let shared = tables.get(key);
   if (shared === undefined) tables.set(key, (shared = new SharedInsert(pool, table)));
   return shared.insert(row);
-}
-
-/**
- * A `pg` `Pool`, on which every statement is its own transaction: not a checked-out client (which
- * may be inside the caller's BEGIN), not a single `Client`, not Kysely.
- */
-export function isPgPool(executor: Executor): boolean {
-  const e = executor as { connect?: unknown; release?: unknown; totalCount?: unknown; idleCount?: unknown };
-  return typeof e.connect === 'function' && typeof e.release !== 'function' && typeof e.totalCount === 'number' && typeof e.idleCount === 'number';
 }

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { toError } from '../errors.js';
 import { execute, type PgQueryable } from '../sql/execute.js';
-import type { PgPoolLike } from '../sql/transaction.js';
+import { isPgPool, type PgPoolFactory, type PgPoolLike } from '../sql/transaction.js';
 import { settlesBy } from './settles-by.js';
 
 /** The `pg` client surface the listener uses. */
@@ -16,12 +16,6 @@ interface OwnClient extends NotifyingClient {
   connect(): Promise<unknown>;
   end(): Promise<unknown>;
   readonly connection?: { readonly stream?: { destroy?(): void } };
-}
-
-/** What a pg `Pool` exposes to build a client just like its own. */
-interface PgPoolFactory {
-  readonly Client: new (options: object) => OwnClient;
-  readonly options: object;
 }
 
 /** One LISTEN connection, however it was obtained. */
@@ -59,7 +53,7 @@ export class Listener {
   readonly #running = new Set<Promise<unknown>>();
 
   constructor(pool: PgPoolLike, channel: string, onNotify: (payload?: string) => void, onError: (error: Error) => void) {
-    this.#open = isPgPool(pool) ? (track) => openOwnClient(pool, track) : () => borrow(pool);
+    this.#open = isPgPool<OwnClient>(pool) ? (track) => openOwnClient(pool, track) : () => borrow(pool);
     this.#channel = channel;
     this.#onNotify = onNotify;
     this.#onError = onError;
@@ -156,12 +150,7 @@ export class Listener {
   }
 }
 
-function isPgPool(pool: PgPoolLike): pool is PgPoolLike & PgPoolFactory {
-  const candidate = pool as Partial<PgPoolFactory>;
-  return typeof candidate.Client === 'function' && typeof candidate.options === 'object' && candidate.options !== null;
-}
-
-async function openOwnClient(pool: PgPoolFactory, track: (cut: () => void) => void): Promise<ListenConnection> {
+async function openOwnClient(pool: PgPoolFactory<OwnClient>, track: (cut: () => void) => void): Promise<ListenConnection> {
   const client = new pool.Client(pool.options);
   // pg does not end a connection attempt the server does not answer; destroying its socket does
   const cut = () => client.connection?.stream?.destroy?.();
