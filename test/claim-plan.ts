@@ -2,7 +2,7 @@ import type { LeasedTable } from '@leasehold/core';
 import { leaseClaim } from '@leasehold/core/internal';
 import type pg from 'pg';
 
-/** What one claim statement read, from its EXPLAIN (ANALYZE) plan. */
+/** What one statement (a claim, a fenced write) read, from its EXPLAIN (ANALYZE) plan. */
 export interface ClaimPlanReads {
   /** Rows of the leased table that the claim's scans returned or filtered out, over all loops. */
   readonly rowsTouched: number;
@@ -22,6 +22,28 @@ interface PlanNode {
   Plans?: PlanNode[];
 }
 
+/** One statement as an executor received it. */
+export interface RecordedStatement {
+  readonly text: string;
+  readonly values: unknown[];
+}
+
+/**
+ * Calls `send` with an executor that only records what it is asked to run (and answers with no
+ * rows), and returns the first statement: the one a leasehold function would send.
+ */
+export async function recordStatement(send: (executor: { query: (arg: string | { text: string; values?: unknown[] }, values?: unknown[]) => Promise<{ rows: never[]; rowCount: number }> }) => Promise<unknown>): Promise<RecordedStatement> {
+  let statement: RecordedStatement | undefined;
+  await send({
+    query: async (arg, values) => {
+      statement ??= typeof arg === 'string' ? { text: arg, values: values ?? [] } : { text: arg.text, values: arg.values ?? [] };
+      return { rows: [], rowCount: 0 };
+    },
+  });
+  if (statement === undefined) throw new Error('nothing was sent');
+  return statement;
+}
+
 /**
  * Runs the claim `leaseClaim` would send, under EXPLAIN (ANALYZE, FORMAT JSON) in a transaction
  * that is rolled back, and counts the rows its scans of the leased table touched. A claim whose
@@ -35,23 +57,24 @@ export async function claimPlanReads(
   names?: readonly string[],
   flows?: readonly string[],
 ): Promise<ClaimPlanReads> {
-  let statement: { text: string; values: unknown[] } | undefined;
-  const recorder = {
-    query: async (arg: string | { text: string; values?: unknown[] }, values?: unknown[]) => {
-      statement = typeof arg === 'string' ? { text: arg, values: values ?? [] } : { text: arg.text, values: arg.values ?? [] };
-      return { rows: [], rowCount: 0 };
-    },
-  };
-  await leaseClaim(recorder, table, { owner: 'explain', batch, leaseMs: 60_000, names, flows });
+  const statement = await recordStatement((recorder) => leaseClaim(recorder, table, { owner: 'explain', batch, leaseMs: 60_000, names, flows }));
+  return statementPlanReads(pool, table.table, statement);
+}
+
+/**
+ * Runs `statement` under EXPLAIN (ANALYZE, FORMAT JSON) in a transaction that is rolled back
+ * (so it changes nothing), and counts the rows its scans of `tableName` touched.
+ */
+export async function statementPlanReads(pool: pg.Pool, tableName: string, statement: RecordedStatement): Promise<ClaimPlanReads> {
   const client = await pool.connect();
   try {
     await client.query('BEGIN');
-    const { rows } = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${statement!.text}`, statement!.values);
+    const { rows } = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${statement.text}`, statement.values);
     const root = rows[0]!['QUERY PLAN'][0].Plan;
     let touched = 0;
     let discarded = 0;
     const visit = (node: PlanNode) => {
-      if (node['Relation Name'] === table.table && /Scan/.test(node['Node Type'])) {
+      if (node['Relation Name'] === tableName && /Scan/.test(node['Node Type'])) {
         const loops = node['Actual Loops'] ?? 1;
         // EXPLAIN reports rows and removed rows per loop
         const removed = ((node['Rows Removed by Filter'] ?? 0) + (node['Rows Removed by Index Recheck'] ?? 0)) * loops;

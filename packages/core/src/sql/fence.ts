@@ -10,3 +10,22 @@ export function fence(row: string, id: RawBuilder<unknown> | string, version: Ra
   const r = (column: string) => sql.ref(`${row}.${column}`);
   return sql`${r('id')} = ${id} AND ${r('status')} = 'processing' AND ${r('lease_version')} = ${version}`;
 }
+
+/**
+ * {@link fence} for a statement that writes many rows, each under its own token: `input` names a
+ * CTE with columns `id` and `version`, one row per token. Each row is reached by its primary key,
+ * whatever the table's statistics say:
+ * - the ids come as `ANY(ARRAY(SELECT id FROM input))`, an array the planner cannot see into, so
+ *   it plans a few primary-key lookups;
+ * - the status is compared under the "C" collation, which decides equality exactly as the
+ *   column's own (deterministic) collation does but keeps the planner from taking the partial
+ *   index of processing rows for the scan. Planned on that index, a fenced write of 1,000 rows
+ *   hashed every processing row of the table (42 of 58 ms with 50,000 in flight), or, when the
+ *   statistics said there were none, tested each of them against every id.
+ */
+export function fenceEach(row: string, input: string): RawBuilder<unknown> {
+  const r = (column: string) => sql.ref(`${row}.${column}`);
+  const i = (column: string) => sql.ref(`${input}.${column}`);
+  return sql`${r('id')} = ANY(ARRAY(SELECT id FROM ${sql.table(input)})) AND ${r('id')} = ${i('id')}
+    AND (${r('status')} COLLATE "C") = 'processing' AND ${r('lease_version')} = ${i('version')}`;
+}

@@ -3,11 +3,12 @@ import type { LeasedTable } from '../leased-table.js';
 import type { TaskStatus } from '../task-status.js';
 import type { Transition } from '../transition.js';
 import { execute, type Executor } from './execute.js';
-import { fence } from './fence.js';
+import { fenceEach } from './fence.js';
 import { leaseLockGroups } from './lease-lock-groups.js';
 import { leaseReadState } from './lease-read-state.js';
 import { tokenKey } from './lease-row.js';
 import { leaseSettleGroups } from './lease-settle-groups.js';
+import { bigintArray } from './bigint-array.js';
 import { tableRef } from './table-ref.js';
 import { inTransaction } from './transaction.js';
 
@@ -127,6 +128,20 @@ async function finalizeStatement(
   const rows = await execute<{ id: string; version: string; status: TaskStatus }>(
     executor,
     sql`
+      WITH u AS (
+        SELECT * FROM unnest(${bigintArray(ids)}::bigint[], ${bigintArray(versions)}::bigint[], ${statuses}::text[],
+                             ${delays}::float8[], ${errors}::text[], ${refunds}::int[], ${maxAges}::float8[],
+                             ${resultsJson}::jsonb[])
+                      AS u(id, version, status, delay_ms, error, refund, max_age_ms, result)
+      ), f AS (
+        SELECT u.*,
+               -- a deferral that would make the row older than its bound goes dead instead; the
+               -- row's age is looked up by primary key, and only for such a deferral
+               (u.status = 'pending' AND u.max_age_ms IS NOT NULL AND
+                now() + u.delay_ms * interval '1 millisecond'
+                  > (SELECT c.created_at FROM ${t} AS c WHERE c.id = u.id) + u.max_age_ms * interval '1 millisecond') AS too_old
+        FROM u
+      )
       UPDATE ${t} AS t
       SET status = CASE WHEN f.too_old THEN 'dead' ELSE f.status END,
           available_at = CASE WHEN f.status = 'pending' AND NOT f.too_old
@@ -141,19 +156,8 @@ async function finalizeStatement(
           done_at = CASE WHEN f.status = 'done' THEN now() ELSE t.done_at END,
           lease_owner = NULL,
           lease_until = NULL${setResult}
-      FROM (
-        SELECT u.*,
-               -- a deferral that would make the row older than its bound goes dead instead
-               (u.status = 'pending' AND u.max_age_ms IS NOT NULL AND
-                now() + u.delay_ms * interval '1 millisecond'
-                  > c.created_at + u.max_age_ms * interval '1 millisecond') AS too_old
-        FROM unnest(${ids}::bigint[], ${versions}::bigint[], ${statuses}::text[],
-                    ${delays}::float8[], ${errors}::text[], ${refunds}::int[], ${maxAges}::float8[],
-                    ${resultsJson}::jsonb[])
-             AS u(id, version, status, delay_ms, error, refund, max_age_ms, result)
-        JOIN ${t} AS c ON c.id = u.id
-      ) AS f
-      WHERE ${fence('t', sql.ref('f.id'), sql.ref('f.version'))}
+      FROM f
+      WHERE ${fenceEach('t', 'f')}
       RETURNING t.id, f.version, t.status
     `,
     // planned per call: its best plan depends on how many rows the arrays hold
@@ -164,39 +168,34 @@ async function finalizeStatement(
 
 /**
  * The same fenced write when every item goes `done` (the common case under load): two arrays
- * instead of seven and no join for the defer-age bound, so less to send, plan and run.
+ * instead of seven and no join for the defer-age bound, so less to send, plan and run. It
+ * returns only the refused items (none, normally), not a row per task: parsing a thousand
+ * result rows cost the worker more than the anti-join costs the server.
  */
 async function finalizeDone(executor: Executor, table: LeasedTable<unknown>, items: readonly FinalizeItem[]): Promise<FinalizeResult[]> {
-  if (items.some((i) => i.transition.to === 'done' && i.transition.resultJson !== null)) return finalizeDoneWithResults(executor, table, items);
-  const rows = await execute<{ id: string; version: string; status: TaskStatus }>(
+  const withResults = items.some((i) => i.transition.to === 'done' && i.transition.resultJson !== null);
+  const resultsJson = withResults ? items.map((i) => (i.transition.to === 'done' ? i.transition.resultJson : null)) : [];
+  const refused = await execute<{ id: string; version: string }>(
     executor,
     sql`
-      UPDATE ${tableRef(table)} AS t
-      SET status = 'done', done_at = now(), last_error = NULL, lease_owner = NULL, lease_until = NULL
-      FROM unnest(${items.map((i) => i.id)}::bigint[], ${items.map((i) => i.leaseVersion)}::bigint[]) AS f(id, version)
-      WHERE ${fence('t', sql.ref('f.id'), sql.ref('f.version'))}
-      RETURNING t.id, f.version, t.status
+      WITH f AS (
+        SELECT * FROM unnest(${bigintArray(items.map((i) => i.id))}::bigint[], ${bigintArray(items.map((i) => i.leaseVersion))}::bigint[]
+                             ${withResults ? sql`, ${resultsJson}::jsonb[]` : sql``}) AS f(id, version${withResults ? sql`, result` : sql``})
+      ), written AS (
+        UPDATE ${tableRef(table)} AS t
+        SET status = 'done', done_at = now(), last_error = NULL, lease_owner = NULL, lease_until = NULL${withResults ? sql`, result = f.result` : sql``}
+        FROM f
+        WHERE ${fenceEach('t', 'f')}
+        RETURNING t.id, f.version
+      )
+      SELECT f.id, f.version FROM f
+      WHERE NOT EXISTS (SELECT 1 FROM written AS w WHERE w.id = f.id AND w.version = f.version)
     `,
     { prepare: false },
   );
-  return results(items, rows);
-}
-
-/** {@link finalizeDone} storing what the handlers returned (core's task table: `result`). */
-async function finalizeDoneWithResults(executor: Executor, table: LeasedTable<unknown>, items: readonly FinalizeItem[]): Promise<FinalizeResult[]> {
-  const resultsJson = items.map((i) => (i.transition.to === 'done' ? i.transition.resultJson : null));
-  const rows = await execute<{ id: string; version: string; status: TaskStatus }>(
-    executor,
-    sql`
-      UPDATE ${tableRef(table)} AS t
-      SET status = 'done', done_at = now(), last_error = NULL, lease_owner = NULL, lease_until = NULL, result = f.result
-      FROM unnest(${items.map((i) => i.id)}::bigint[], ${items.map((i) => i.leaseVersion)}::bigint[], ${resultsJson}::jsonb[]) AS f(id, version, result)
-      WHERE ${fence('t', sql.ref('f.id'), sql.ref('f.version'))}
-      RETURNING t.id, f.version, t.status
-    `,
-    { prepare: false },
-  );
-  return results(items, rows);
+  if (refused.length === 0) return items.map(({ id }) => ({ id, won: true, status: 'done' }));
+  const lost = new Set(refused.map((r) => tokenKey({ id: r.id, leaseVersion: r.version })));
+  return items.map((item) => (lost.has(tokenKey(item)) ? { id: item.id, won: false, status: null } : { id: item.id, won: true, status: 'done' }));
 }
 
 function results(items: readonly FinalizeItem[], rows: readonly { id: string; version: string; status: TaskStatus }[]): FinalizeResult[] {
