@@ -33,6 +33,14 @@ function pool(connectionString: string): pg.Pool {
   return p;
 }
 
+/** Sessions of this test database that LISTEN on the `never_migrated` schema's channel (or last did). */
+async function listenSessions(): Promise<number> {
+  const { rows } = await t.pool.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN "leasehold:never_migrated.%'`,
+  );
+  return rows[0]!.n;
+}
+
 /** A URL on a port nothing listens on. */
 async function refusingUrl(): Promise<string> {
   const server = createServer();
@@ -69,10 +77,14 @@ describe('start() checks the database first', () => {
     // never started: not tracked (a worker that did not start emits no worker:stopped)
     const worker = createWorker({ pool: pool(url), tasks: [noop], logger: null });
     let started = false;
+    const errors: Error[] = [];
     worker.on('worker:started', () => (started = true));
+    // the LISTEN connection is opened during the check: its refusal is not a second report
+    worker.on('worker:error', ({ error }) => errors.push(error));
     const error = await expectRefusal(() => worker.start(), 'unreachable', /^cannot use postgres:\/\/.*: connection refused \(is PostgreSQL running on that host and port\?\) \[ECONNREFUSED\]$/);
     expect(error.cause).toBeInstanceOf(Error);
     expect(started).toBe(false);
+    expect(errors).toEqual([]);
     await worker.stop();
   });
 
@@ -87,6 +99,8 @@ describe('start() checks the database first', () => {
   it('an unmigrated schema: not-migrated, with the migrate hint; after migrate() the same worker starts', async () => {
     const worker = track(createWorker({ pool: t.pool, tasks: [noop], schema: 'never_migrated', logger: null }));
     await expectRefusal(() => worker.start(), 'not-migrated', /^schema "never_migrated" is not migrated \(it does not exist\) in .*: run "leasehold migrate"/);
+    // the LISTEN connection the start opened meanwhile is closed with it
+    await expect.poll(listenSessions, { timeout: 10_000 }).toBe(0);
     await migrate(t.pool, { schema: 'never_migrated' });
     const started = nextEvent(worker, 'worker:started');
     await worker.start();

@@ -55,6 +55,8 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
   readonly #sizing: ClaimSizing;
   readonly #heartbeat: Heartbeat;
   readonly #listener: Listener | undefined;
+  /** The listener's errors while a start checks the database (see `#begin`), or undefined. */
+  #startErrors: Error[] | undefined;
   readonly #log: WorkerLog;
   #state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
   /** The limits this worker claims rows under, once recorded at start. */
@@ -113,7 +115,7 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
       onError: (error) => this.#db.abandoned || safeEmit(this, 'heartbeat:failed', { error }),
     });
     this.#listener = this.#o.listen
-      ? new Listener(pool, table.channel, () => this.#wakeup.wake(), (error) => this.#error(error))
+      ? new Listener(pool, table.channel, () => this.#wakeup.wake(), (error) => (this.#startErrors ? this.#startErrors.push(error) : this.#error(error)))
       : undefined;
   }
 
@@ -153,13 +155,28 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
   }
 
   async #begin(): Promise<void> {
-    await this.#checkDatabase();
-    // with an OpenTelemetry SDK registered, every task claimed from now on is instrumented
-    await this.#runner.telemetryLoaded;
-    if (this.#state !== 'running') return; // stop() began meanwhile, and cleans up
-    await this.#registerLimits();
+    // The LISTEN connection opens while the database is checked: a connection's start-up is the
+    // longest step before the first claim (some 5 ms here). It never throws (a failed connect is
+    // retried in the background), and its errors wait for the check: a start that fails says
+    // why once, in the error it throws.
+    const startErrors: Error[] = (this.#startErrors = []);
+    const listening = this.#listener?.start();
+    try {
+      await this.#checkDatabase();
+      // with an OpenTelemetry SDK registered, every task claimed from now on is instrumented
+      await this.#runner.telemetryLoaded;
+      if (this.#state !== 'running') return; // stop() began meanwhile, and cleans up
+      await this.#registerLimits();
+    } catch (error) {
+      // the start is undone (see start()): no connection or retry timer of it is left
+      if (this.#state === 'running') await this.#listener?.stop(0);
+      throw error;
+    } finally {
+      if (this.#startErrors === startErrors) this.#startErrors = undefined;
+    }
+    for (const error of startErrors) this.#error(error);
     if (this.#state !== 'running') return;
-    await this.#listener?.start();
+    await listening;
     if (this.#state !== 'running') return;
     this.#heartbeat.start();
     this.#loop = claimLoop({
