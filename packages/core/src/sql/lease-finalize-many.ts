@@ -169,8 +169,7 @@ async function finalizeStatement(
 /**
  * The same fenced write when every item goes `done` (the common case under load): two arrays
  * instead of seven and no join for the defer-age bound, so less to send, plan and run. It
- * returns only the refused items (none, normally), not a row per task: parsing a thousand
- * result rows cost the worker more than the anti-join costs the server.
+ * returns only the refused items (none, normally), not a row per task for the worker to parse.
  */
 async function finalizeDone(executor: Executor, table: LeasedTable<unknown>, items: readonly FinalizeItem[]): Promise<FinalizeResult[]> {
   const withResults = items.some((i) => i.transition.to === 'done' && i.transition.resultJson !== null);
