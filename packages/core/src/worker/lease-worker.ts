@@ -172,7 +172,7 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
       if (this.#state === 'running') await this.#listener?.stop(0);
       throw error;
     } finally {
-      if (this.#startErrors === startErrors) this.#startErrors = undefined;
+      this.#startErrors = undefined; // one start at a time: start() refuses a second
     }
     for (const error of startErrors) this.#error(error);
     if (this.#state !== 'running') return;
