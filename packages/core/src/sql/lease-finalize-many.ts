@@ -10,6 +10,7 @@ import { tokenKey } from './lease-row.js';
 import { leaseSettleGroups } from './lease-settle-groups.js';
 import { bigintArray } from './bigint-array.js';
 import { tableRef } from './table-ref.js';
+import { compareIds } from './lease-claim.js';
 import { inTransaction } from './transaction.js';
 
 /** One row to finalize: the fencing token its claim got, and where it goes. */
@@ -95,13 +96,19 @@ async function finishingGroups(executor: Executor, table: LeasedTable<unknown>, 
   return [...new Set(groups)];
 }
 
-/** The fenced write itself, one statement. */
+/**
+ * The fenced write itself, one statement. It sends the rows in id order, and so locks them in id
+ * order whichever way the join is planned (driven by the input, or by the primary key's sorted
+ * lookup): a heartbeat locks the same worker's rows in id order too, and writers that lock
+ * several task rows in different orders can wait for each other in a cycle.
+ */
 async function finalizeStatement(
   executor: Executor,
   table: LeasedTable<unknown>,
   items: readonly FinalizeItem[],
 ): Promise<FinalizeResult[]> {
-  if (items.every((i) => i.transition.to === 'done')) return finalizeDone(executor, table, items);
+  const sorted = [...items].sort((a, b) => compareIds(a.id, b.id));
+  if (items.every((i) => i.transition.to === 'done')) return finalizeDone(executor, table, items, sorted);
   const ids: string[] = [];
   const versions: number[] = [];
   const statuses: string[] = [];
@@ -110,7 +117,7 @@ async function finalizeStatement(
   const refunds: number[] = [];
   const maxAges: (number | null)[] = [];
   const resultsJson: (string | null)[] = [];
-  for (const { id, leaseVersion, transition: tr } of items) {
+  for (const { id, leaseVersion, transition: tr } of sorted) {
     ids.push(id);
     versions.push(leaseVersion);
     statuses.push(tr.to);
@@ -171,14 +178,19 @@ async function finalizeStatement(
  * instead of seven and no join for the defer-age bound, so less to send, plan and run. It
  * returns only the refused items (none, normally), not a row per task for the worker to parse.
  */
-async function finalizeDone(executor: Executor, table: LeasedTable<unknown>, items: readonly FinalizeItem[]): Promise<FinalizeResult[]> {
-  const withResults = items.some((i) => i.transition.to === 'done' && i.transition.resultJson !== null);
-  const resultsJson = withResults ? items.map((i) => (i.transition.to === 'done' ? i.transition.resultJson : null)) : [];
+async function finalizeDone(
+  executor: Executor,
+  table: LeasedTable<unknown>,
+  items: readonly FinalizeItem[],
+  sorted: readonly FinalizeItem[],
+): Promise<FinalizeResult[]> {
+  const withResults = sorted.some((i) => i.transition.to === 'done' && i.transition.resultJson !== null);
+  const resultsJson = withResults ? sorted.map((i) => (i.transition.to === 'done' ? i.transition.resultJson : null)) : [];
   const refused = await execute<{ id: string; version: string }>(
     executor,
     sql`
       WITH f AS (
-        SELECT * FROM unnest(${bigintArray(items.map((i) => i.id))}::bigint[], ${bigintArray(items.map((i) => i.leaseVersion))}::bigint[]
+        SELECT * FROM unnest(${bigintArray(sorted.map((i) => i.id))}::bigint[], ${bigintArray(sorted.map((i) => i.leaseVersion))}::bigint[]
                              ${withResults ? sql`, ${resultsJson}::jsonb[]` : sql``}) AS f(id, version${withResults ? sql`, result` : sql``})
       ), written AS (
         UPDATE ${tableRef(table)} AS t

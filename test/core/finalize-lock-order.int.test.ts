@@ -1,0 +1,54 @@
+// A batched fenced write locks its rows in id order, as a heartbeat does: a worker whose
+// heartbeat and finalize touch the same rows at once (a parent with its ending children, or any
+// batch that ends while the lease is extended) never has the two wait for each other in a cycle.
+// The batch arrives in completion order; here, the reverse of id order.
+import { sql } from 'kysely';
+import { describe, expect, it } from 'vitest';
+import { defineTask, enqueueMany, taskTable } from '@leasehold/core';
+import { leaseFinalizeMany, toDone, toRetry, type FinalizeItem } from '@leasehold/core/internal';
+import { useTestDatabase, waitForLockWaiters } from '../fixtures.js';
+
+const t = useTestDatabase();
+const table = taskTable();
+const ROWS = 400;
+
+const noop = defineTask<{ n: number }>('finalize-lock-order', { handler: () => {} });
+
+async function leasedTasks(): Promise<string[]> {
+  await sql`TRUNCATE leasehold.task`.execute(t.db);
+  await enqueueMany(t.pool, noop, Array.from({ length: ROWS }, (_, n) => ({ payload: { n } })));
+  await sql`UPDATE leasehold.task SET status = 'processing', lease_version = 1, attempts = 1,
+              lease_owner = 'me', lease_until = now() + interval '1 hour'`.execute(t.db);
+  await sql`ANALYZE leasehold.task`.execute(t.db);
+  const { rows } = await sql<{ id: string }>`SELECT id FROM leasehold.task ORDER BY id DESC`.execute(t.db);
+  return rows.map((r) => r.id);
+}
+
+describe('a batched fenced write locks in id order', () => {
+  it.each([
+    ['every row done', () => toDone()],
+    ['done and retried rows mixed', (i: number) => (i % 2 === 0 ? toDone() : toRetry(1_000, 'again'))],
+  ] as const)('%s: while it waits on the highest id, it already holds the lowest', async (_name, transition) => {
+    const descending = await leasedTasks();
+    const highest = descending[0]!;
+    const lowest = descending.at(-1)!;
+    const holder = await t.client();
+    await holder.query('BEGIN');
+    await holder.query('SELECT id FROM leasehold.task WHERE id = $1 FOR NO KEY UPDATE', [highest]);
+
+    const items: FinalizeItem[] = descending.map((id, i) => ({ id, leaseVersion: 1, transition: transition(i), groupKey: null, parentId: null }));
+    const finalizing = leaseFinalizeMany(t.pool, table, items);
+    await waitForLockWaiters(t.db);
+
+    const probe = await t.client();
+    const lowestHeld = await probe.query('SELECT id FROM leasehold.task WHERE id = $1 FOR NO KEY UPDATE NOWAIT', [lowest]).then(
+      () => false,
+      (error: { code?: string }) => error.code === '55P03', // lock_not_available
+    );
+    await holder.query('ROLLBACK');
+    const results = await finalizing;
+    expect(lowestHeld).toBe(true);
+    expect(results.map((r) => r.id)).toEqual(descending); // answered in the caller's order
+    expect(results.every((r) => r.won)).toBe(true);
+  });
+});
