@@ -50,6 +50,11 @@ class SharedInsert {
         } catch (error) {
           for (const w of batch) w.reject(error);
         }
+        // Callers this statement resolved often enqueue again at once (a loop, a request that
+        // adds several tasks): let them join the next statement. Sent at once, the first of them
+        // went out alone and the rest waited for it: with 8 callers, statements alternated
+        // between 1 row and 7.
+        await new Promise<void>((resolve) => setImmediate(resolve));
       }
     } finally {
       this.#busy = false;
