@@ -1,8 +1,8 @@
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import type { LeasedTable } from '../leased-table.js';
 import type { TaskStatus } from '../task-status.js';
 import type { Transition } from '../transition.js';
-import { execute, type Executor } from './execute.js';
+import { execute, executeCached, type Executor } from './execute.js';
 import { fenceEach } from './fence.js';
 import { leaseLockGroups } from './lease-lock-groups.js';
 import { leaseReadState } from './lease-read-state.js';
@@ -130,15 +130,47 @@ async function finalizeStatement(
   }
   // only core's task table has the column, and only its handlers return results
   const withResults = resultsJson.some((r) => r !== null);
+  const values = {
+    ids: bigintArray(ids),
+    versions: bigintArray(versions),
+    statuses,
+    delays,
+    errors,
+    refunds,
+    maxAges,
+    results: resultsJson,
+  };
+  const rows = await executeCached<{ id: string; version: string; status: TaskStatus }, typeof values>(
+    executor,
+    `leaseFinalize:${table.schema}.${table.table}:${withResults ? 'results' : ''}`,
+    (v) => generalStatement(table, withResults, v),
+    values,
+    // planned per call: its best plan depends on how many rows the arrays hold
+    { prepare: false },
+  );
+  return results(items, rows);
+}
+
+interface GeneralValues extends Record<string, unknown> {
+  readonly ids: unknown;
+  readonly versions: unknown;
+  readonly statuses: readonly string[];
+  readonly delays: readonly number[];
+  readonly errors: readonly (string | null)[];
+  readonly refunds: readonly number[];
+  readonly maxAges: readonly (number | null)[];
+  readonly results: readonly (string | null)[];
+}
+
+// Interpolates `v` only (see executeCached): the text depends on the table and `withResults`.
+function generalStatement(table: LeasedTable<unknown>, withResults: boolean, v: GeneralValues): RawBuilder<{ id: string; version: string; status: TaskStatus }> {
   const setResult = withResults ? sql`, result = CASE WHEN f.status = 'done' THEN f.result ELSE t.result END` : sql``;
   const t = tableRef(table);
-  const rows = await execute<{ id: string; version: string; status: TaskStatus }>(
-    executor,
-    sql`
+  return sql`
       WITH u AS (
-        SELECT * FROM unnest(${bigintArray(ids)}::bigint[], ${bigintArray(versions)}::bigint[], ${statuses}::text[],
-                             ${delays}::float8[], ${errors}::text[], ${refunds}::int[], ${maxAges}::float8[],
-                             ${resultsJson}::jsonb[])
+        SELECT * FROM unnest(${v.ids}::bigint[], ${v.versions}::bigint[], ${v.statuses}::text[],
+                             ${v.delays}::float8[], ${v.errors}::text[], ${v.refunds}::int[], ${v.maxAges}::float8[],
+                             ${v.results}::jsonb[])
                       AS u(id, version, status, delay_ms, error, refund, max_age_ms, result)
       ), f AS (
         SELECT u.*,
@@ -166,11 +198,7 @@ async function finalizeStatement(
       FROM f
       WHERE ${fenceEach('t', 'f')}
       RETURNING t.id, f.version, t.status
-    `,
-    // planned per call: its best plan depends on how many rows the arrays hold
-    { prepare: false },
-  );
-  return results(items, rows);
+    `;
 }
 
 /**
@@ -185,13 +213,33 @@ async function finalizeDone(
   sorted: readonly FinalizeItem[],
 ): Promise<FinalizeResult[]> {
   const withResults = sorted.some((i) => i.transition.to === 'done' && i.transition.resultJson !== null);
-  const resultsJson = withResults ? sorted.map((i) => (i.transition.to === 'done' ? i.transition.resultJson : null)) : [];
-  const refused = await execute<{ id: string; version: string }>(
+  const values = {
+    ids: bigintArray(sorted.map((i) => i.id)),
+    versions: bigintArray(sorted.map((i) => i.leaseVersion)),
+    results: withResults ? sorted.map((i) => (i.transition.to === 'done' ? i.transition.resultJson : null)) : [],
+  };
+  const refused = await executeCached<{ id: string; version: string }, typeof values>(
     executor,
-    sql`
+    `leaseFinalizeDone:${table.schema}.${table.table}:${withResults ? 'results' : ''}`,
+    (v) => doneStatement(table, withResults, v),
+    values,
+    { prepare: false },
+  );
+  if (refused.length === 0) return items.map(({ id }) => ({ id, won: true, status: 'done' }));
+  const lost = new Set(refused.map((r) => tokenKey({ id: r.id, leaseVersion: r.version })));
+  return items.map((item) => (lost.has(tokenKey(item)) ? { id: item.id, won: false, status: null } : { id: item.id, won: true, status: 'done' }));
+}
+
+// Interpolates `v` only (see executeCached): the text depends on the table and `withResults`.
+function doneStatement(
+  table: LeasedTable<unknown>,
+  withResults: boolean,
+  v: { readonly ids: unknown; readonly versions: unknown; readonly results: readonly (string | null)[] },
+): RawBuilder<{ id: string; version: string }> {
+  return sql`
       WITH f AS (
-        SELECT * FROM unnest(${bigintArray(sorted.map((i) => i.id))}::bigint[], ${bigintArray(sorted.map((i) => i.leaseVersion))}::bigint[]
-                             ${withResults ? sql`, ${resultsJson}::jsonb[]` : sql``}) AS f(id, version${withResults ? sql`, result` : sql``})
+        SELECT * FROM unnest(${v.ids}::bigint[], ${v.versions}::bigint[]${withResults ? sql`, ${v.results}::jsonb[]` : sql``})
+                      AS f(id, version${withResults ? sql`, result` : sql``})
       ), written AS (
         UPDATE ${tableRef(table)} AS t
         SET status = 'done', done_at = now(), last_error = NULL, lease_owner = NULL, lease_until = NULL${withResults ? sql`, result = f.result` : sql``}
@@ -201,12 +249,7 @@ async function finalizeDone(
       )
       SELECT f.id, f.version FROM f
       WHERE NOT EXISTS (SELECT 1 FROM written AS w WHERE w.id = f.id AND w.version = f.version)
-    `,
-    { prepare: false },
-  );
-  if (refused.length === 0) return items.map(({ id }) => ({ id, won: true, status: 'done' }));
-  const lost = new Set(refused.map((r) => tokenKey({ id: r.id, leaseVersion: r.version })));
-  return items.map((item) => (lost.has(tokenKey(item)) ? { id: item.id, won: false, status: null } : { id: item.id, won: true, status: 'done' }));
+    `;
 }
 
 function results(items: readonly FinalizeItem[], rows: readonly { id: string; version: string; status: TaskStatus }[]): FinalizeResult[] {
