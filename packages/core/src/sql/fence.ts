@@ -13,7 +13,8 @@ export function fence(row: string, id: RawBuilder<unknown> | string, version: Ra
 
 /**
  * {@link fence} for a statement that writes many rows, each under its own token: `input` names a
- * CTE with columns `id` and `version`, one row per token. Each row is reached by its primary key,
+ * CTE with columns `id` and `version`, one row per token (`idsFrom`, a CTE with a column `id`,
+ * narrows the rows reached to its ids: the ones a statement locked first, say). Each row is reached by its primary key,
  * whatever the table's statistics say:
  * - the ids come as `ANY(ARRAY(SELECT id FROM input))`, an array the planner cannot see into, so
  *   it plans a few primary-key lookups;
@@ -23,9 +24,9 @@ export function fence(row: string, id: RawBuilder<unknown> | string, version: Ra
  *   hashed every processing row of the table (42 of 58 ms with 50,000 in flight), or, when the
  *   statistics said there were none, tested each of them against every id.
  */
-export function fenceEach(row: string, input: string): RawBuilder<unknown> {
+export function fenceEach(row: string, input: string, idsFrom: string = input): RawBuilder<unknown> {
   const r = (column: string) => sql.ref(`${row}.${column}`);
   const i = (column: string) => sql.ref(`${input}.${column}`);
-  return sql`${r('id')} = ANY(ARRAY(SELECT id FROM ${sql.table(input)})) AND ${r('id')} = ${i('id')}
+  return sql`${r('id')} = ANY(ARRAY(SELECT id FROM ${sql.table(idsFrom)})) AND ${r('id')} = ${i('id')}
     AND (${r('status')} COLLATE "C") = 'processing' AND ${r('lease_version')} = ${i('version')}`;
 }
