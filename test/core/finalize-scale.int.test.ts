@@ -1,11 +1,12 @@
 // A fenced write's cost follows the tasks it writes, not how many other tasks are in flight: with
 // 50,000 leases held by other workers, finalizing 1,000 reads about those 1,000 rows (it used to
-// hash every processing row of the table, 42 of its 58 ms at that size), and so does a heartbeat
-// of 1,000 leases (with stale statistics it took 47 s for 2,000, past the leases it extends).
+// hash every processing row of the table, 42 of its 58 ms at that size), and so do a heartbeat
+// of 1,000 leases (with stale statistics it took 47 s for 2,000, past the leases it extends) and
+// the step records of running workflows.
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { defineTask, enqueueMany, taskTable } from '@leasehold/core';
-import { leaseExtendMany, leaseFinalizeMany, toDone, toRetry, type FinalizeItem } from '@leasehold/core/internal';
+import { leaseExtendMany, leaseFinalizeMany, taskStepRecordMany, toDone, toRetry, type FinalizeItem } from '@leasehold/core/internal';
 import { recordStatement, statementPlanReads } from '../claim-plan.js';
 import { useTestDatabase } from '../fixtures.js';
 
@@ -38,7 +39,7 @@ async function leasedTasks(stats: 'current' | 'stale' = 'current'): Promise<stri
 const items = (ids: readonly string[], transition: (i: number) => FinalizeItem['transition']): FinalizeItem[] =>
   ids.map((id, i) => ({ id, leaseVersion: 1, transition: transition(i), groupKey: null, parentId: null }));
 
-describe('fenced writes at production sizes', () => {
+describe('fenced statements at production sizes', () => {
   it.each(['current', 'stale'] as const)(`with ${IN_FLIGHT.toLocaleString('en')} other leases in flight, finalizing ${MINE.toLocaleString('en')} reads only their rows (%s statistics)`, async (stats) => {
     const mine = await leasedTasks(stats);
 
@@ -70,6 +71,19 @@ describe('fenced writes at production sizes', () => {
     expect(extended.size).toBe(MINE);
     expect(extended.has(`${mine[0]}@1`)).toBe(true);
     expect(extended.has(`${mine[0]}@2`)).toBe(false);
+  });
+
+  it.each(['current', 'stale'] as const)(`with ${IN_FLIGHT.toLocaleString('en')} other leases in flight, recording the steps of 16 running workflows reads only their rows (%s statistics)`, async (stats) => {
+    const mine = (await leasedTasks(stats)).slice(0, 16);
+    const steps = mine.map((id) => ({ taskId: id, leaseVersion: 1, name: 'charge', resultJson: '{"ok":true}' }));
+    const record = await recordStatement((executor) => taskStepRecordMany(executor, table, steps));
+    const reads = await statementPlanReads(t.pool, table.table, record);
+    // planned on the processing rows' index with stale statistics, 16 steps compared each of
+    // the 51,000 rows with each step: 355 ms
+    expect(reads.rowsTouched, reads.plan).toBeLessThanOrEqual(2 * steps.length);
+    // a stale token records nothing
+    const written = await taskStepRecordMany(t.pool, table, [...steps, { taskId: mine[0]!, leaseVersion: 2, name: 'refund', resultJson: null }]);
+    expect([...written].sort()).toEqual(mine.map((id) => `${id}/charge`).sort());
   });
 
   it('a batch of done writes reports each refused token, and only those', async () => {

@@ -37,6 +37,7 @@ export { leaseSettleGroups } from './sql/lease-settle-groups.js';
 export { taskInsertMany, type TaskInsert } from './sql/task-insert-many.js';
 export { limitRegisterMany, type LimitDeclaration } from './sql/limit-register-many.js';
 export { taskCheckpoint } from './sql/task-checkpoint.js';
+export { taskStepRecordMany, type StepRecord } from './sql/task-steps.js';
 
 // migration lines of other packages, on core's migrator
 export { applyMigrationLine, type MigrationLine } from './migrate/migrator.js';

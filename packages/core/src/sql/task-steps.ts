@@ -217,9 +217,11 @@ export async function taskStepRecordMany(executor: Executor, table: LeasedTable<
                       AS u(task_id, version, name, result)
       ), f AS (
         -- the fence: each task's row locked while it is processing; its token is compared below,
-        -- against the row as locked (the latest version)
+        -- against the row as locked (the latest version). By primary key, as in the fenced
+        -- writes (see fenceEach): planned on the processing rows' index with statistics taken
+        -- while they were pending, 16 steps among 51,000 tasks in flight took 355 ms
         SELECT l.id, l.lease_version FROM ${t} AS l
-        WHERE l.id IN (SELECT task_id FROM input) AND l.status = 'processing'
+        WHERE l.id = ANY(ARRAY(SELECT task_id FROM input)) AND (l.status COLLATE "C") = 'processing'
         ORDER BY l.id FOR NO KEY UPDATE
       )
       INSERT INTO ${stepTableRef(table)} AS s (task_id, name, done, result, lease_version, done_at)
