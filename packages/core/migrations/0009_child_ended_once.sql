@@ -4,8 +4,8 @@
 -- fan-out's last 1,000 of 5,000 children in one fenced write visited some 190,000 row versions
 -- (1.2 s, growing with both numbers). The first child of that batch wakes the parent, which is
 -- pending from then on, and the others skip the check. Applies with tasks in flight: the
--- triggers call the function by name, and its new body takes effect for statements that start
--- after it.
+-- triggers keep calling the same function (CREATE OR REPLACE keeps it), and its new body applies
+-- to the statements that start after this commits.
 CREATE OR REPLACE FUNCTION :SCHEMA.task_child_ended() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   -- locked first, as before: a parent parking in a transaction that has not committed yet is
