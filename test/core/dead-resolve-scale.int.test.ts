@@ -33,8 +33,9 @@ describe('dead rows resolved at production sizes', () => {
     const mine = await deadTasks(stats);
     const retry = await recordStatement((executor) => leaseRetryDeadMany(executor, table, mine, 'fixed'));
     const reads = await statementPlanReads(t.pool, table.table, retry);
-    // each row twice by primary key: to change it, and to report its status
-    expect(reads.rowsTouched, reads.plan).toBeLessThanOrEqual(2 * MINE);
+    // each row twice by primary key, to change it and to report its status (2,000 here), with
+    // room for a plan that reads a few more; joined plainly, it read every dead row and the table
+    expect(reads.rowsTouched, reads.plan).toBeLessThanOrEqual(3 * MINE);
   });
 
   it('reports every id: the dead ones changed, a missing one and one no longer dead rejected', async () => {

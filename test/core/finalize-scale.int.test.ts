@@ -62,10 +62,10 @@ describe('fenced statements at production sizes', () => {
     const leases = mine.map((id) => ({ id, leaseVersion: 1, leaseMs: 60_000 }));
     const heartbeat = await recordStatement((executor) => leaseExtendMany(executor, table, leases));
     const reads = await statementPlanReads(t.pool, table.table, heartbeat);
-    // each row twice by primary key: once to lock them in id order, once to extend them (planned
-    // on the processing rows' index with stale statistics, it compared each of the 51,000 with
-    // each lease: 47 s)
-    expect(reads.rowsTouched, reads.plan).toBeLessThanOrEqual(2 * MINE);
+    // each row twice by primary key, once to lock them in id order and once to extend them
+    // (2,000 here), with room for a plan that reads a few more; planned on the processing rows'
+    // index with stale statistics, it compared each of the 51,000 with each lease: 47 s
+    expect(reads.rowsTouched, reads.plan).toBeLessThanOrEqual(3 * MINE);
     // and it extends exactly the leases it holds
     const extended = await leaseExtendMany(t.pool, table, [...leases, { id: mine[0]!, leaseVersion: 2, leaseMs: 60_000 }]);
     expect(extended.size).toBe(MINE);
