@@ -12,21 +12,31 @@ export function fence(row: string, id: RawBuilder<unknown> | string, version: Ra
 }
 
 /**
- * {@link fence} for a statement that writes many rows, each under its own token: `input` names a
- * CTE with columns `id` and `version`, one row per token (`idsFrom`, a CTE with a column `id`,
- * narrows the rows reached to its ids: the ones a statement locked first, say). Each row is reached by its primary key,
- * whatever the table's statistics say:
- * - the ids come as `ANY(ARRAY(SELECT id FROM input))`, an array the planner cannot see into, so
- *   it plans a few primary-key lookups;
+ * The rows whose ids the CTE `idsFrom` lists (in its column `idColumn`) and whose status is
+ * `status`, each reached by its primary key whatever the table's statistics say:
+ * - the ids come as `ANY(ARRAY(SELECT …))`, an array the planner cannot see into, so it plans a
+ *   few primary-key lookups;
  * - the status is compared under the "C" collation, which decides equality exactly as the
- *   column's own (deterministic) collation does but keeps the planner from taking the partial
- *   index of processing rows for the scan. Planned on that index, a fenced write of 1,000 rows
- *   hashed every processing row of the table (42 of 58 ms with 50,000 in flight), or, when the
- *   statistics said there were none, tested each of them against every id.
+ *   column's own (deterministic) collation does but keeps the planner from taking a partial index
+ *   on that status for the scan. Planned on the index of processing rows, a fenced write of 1,000
+ *   rows hashed every processing row of the table (42 of 58 ms with 50,000 in flight), or, when
+ *   the statistics said there were none, tested each of them against every id; a heartbeat took
+ *   47 s for 2,000 leases that way.
+ * `row` is the scanned table's alias; `status` is a constant of the caller's, never input.
+ */
+export function byPrimaryKey(row: string, idsFrom: string, status: string, idColumn = 'id'): RawBuilder<unknown> {
+  const r = (column: string) => sql.ref(`${row}.${column}`);
+  return sql`${r('id')} = ANY(ARRAY(SELECT ${sql.ref(idColumn)} FROM ${sql.table(idsFrom)})) AND (${r('status')} COLLATE "C") = ${sql.lit(status)}`;
+}
+
+/**
+ * {@link fence} for a statement that writes many rows, each under its own token: `input` names a
+ * CTE with columns `id` and `version`, one row per token; `idsFrom` (a CTE with a column `id`)
+ * narrows the rows reached to its ids, the ones a statement locked first, say. Each row is reached
+ * by its primary key (see {@link byPrimaryKey}).
  */
 export function fenceEach(row: string, input: string, idsFrom: string = input): RawBuilder<unknown> {
   const r = (column: string) => sql.ref(`${row}.${column}`);
   const i = (column: string) => sql.ref(`${input}.${column}`);
-  return sql`${r('id')} = ANY(ARRAY(SELECT id FROM ${sql.table(idsFrom)})) AND ${r('id')} = ${i('id')}
-    AND (${r('status')} COLLATE "C") = 'processing' AND ${r('lease_version')} = ${i('version')}`;
+  return sql`${byPrimaryKey(row, idsFrom, 'processing')} AND ${r('id')} = ${i('id')} AND ${r('lease_version')} = ${i('version')}`;
 }

@@ -2,6 +2,7 @@ import { sql, type RawBuilder } from 'kysely';
 import type { LeasedTable } from '../leased-table.js';
 import type { TaskStatus } from '../task-status.js';
 import { execute, type Executor } from './execute.js';
+import { byPrimaryKey } from './fence.js';
 import { leaseLockGroupsOfRows } from './lease-lock-groups.js';
 import { leaseSettleGroups } from './lease-settle-groups.js';
 import { tableRef } from './table-ref.js';
@@ -93,7 +94,7 @@ async function resolveDeadMany(
   const t = tableRef(table);
   const rows = await execute<{ id: string; changed: boolean; status: TaskStatus | null }>(
     executor,
-    // Each row by primary key (as in the fenced writes, see fenceEach), whatever the statistics
+    // Each row by primary key (see byPrimaryKey), whatever the statistics
     // say: joined plainly, retrying 1,000 of 51,000 dead rows hashed every dead row and scanned
     // the whole table for the statuses, however many finished rows it keeps.
     sql`
@@ -101,7 +102,7 @@ async function resolveDeadMany(
       changed AS (
         UPDATE ${t} AS d SET ${set}
         FROM wanted
-        WHERE d.id = ANY(ARRAY(SELECT id FROM wanted)) AND d.id = wanted.id AND (d.status COLLATE "C") = 'dead'
+        WHERE ${byPrimaryKey('d', 'wanted', 'dead')} AND d.id = wanted.id
         RETURNING d.id
       )
       -- read from the statement's snapshot: for unchanged ids, the status that refused them

@@ -2,7 +2,7 @@ import { sql, type RawBuilder } from 'kysely';
 import type { LeasedTable } from '../leased-table.js';
 import type { LeaseToken } from '../primitives.js';
 import { execute, type Executor } from './execute.js';
-import { fence } from './fence.js';
+import { byPrimaryKey, fence } from './fence.js';
 import { tableRef } from './table-ref.js';
 
 /** A step as recorded (core migration 8's `task_step`). */
@@ -218,10 +218,10 @@ export async function taskStepRecordMany(executor: Executor, table: LeasedTable<
       ), f AS (
         -- the fence: each task's row locked while it is processing; its token is compared below,
         -- against the row as locked (the latest version). By primary key, as in the fenced
-        -- writes (see fenceEach): planned on the processing rows' index with statistics taken
+        -- writes (see byPrimaryKey): planned on the processing rows' index with statistics taken
         -- while they were pending, 16 steps among 51,000 tasks in flight took 355 ms
         SELECT l.id, l.lease_version FROM ${t} AS l
-        WHERE l.id = ANY(ARRAY(SELECT task_id FROM input)) AND (l.status COLLATE "C") = 'processing'
+        WHERE ${byPrimaryKey('l', 'input', 'processing', 'task_id')}
         ORDER BY l.id FOR NO KEY UPDATE
       )
       INSERT INTO ${stepTableRef(table)} AS s (task_id, name, done, result, lease_version, done_at)
