@@ -52,6 +52,12 @@ describe('toJsonText', () => {
     expect(refusal(nested(INPUT_LIMITS.jsonDepth + 1))?.message).toMatch(`nested deeper than ${INPUT_LIMITS.jsonDepth} levels`);
     // deep enough to overflow JSON.stringify itself: the same answer, not a RangeError
     expect(refusal(nested(200_000))?.message).toMatch(`nested deeper than ${INPUT_LIMITS.jsonDepth} levels`);
+    // the shortest text nested one level too deep (each level opens and closes): no shortcut
+    // for short text lets it through
+    let bare: unknown = [];
+    for (let i = 1; i <= INPUT_LIMITS.jsonDepth; i++) bare = [bare];
+    expect(JSON.stringify(bare)).toHaveLength(2 * (INPUT_LIMITS.jsonDepth + 1));
+    expect(refusal(bare)?.message).toMatch(`nested deeper than ${INPUT_LIMITS.jsonDepth} levels`);
     // brackets inside strings are text
     expect(refusal({ s: '['.repeat(10_000), t: '{'.repeat(10_000) })).toBeUndefined();
   });
