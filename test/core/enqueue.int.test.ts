@@ -102,7 +102,7 @@ describe('enqueue inside the application transaction', () => {
     });
   });
 
-  it('enqueueMany of plain items (one array, the ids back as one array) maps every id to its item, with concurrent batches drawing ids between them', async () => {
+  it('enqueueMany of plain items (one array of payloads) maps every id to its item, with concurrent batches drawing ids between them', async () => {
     const batch = (tag: string, n: number) => Array.from({ length: n }, (_, i) => ({ payload: { name: `${tag} ${i}` }, priority: 3, maxAttempts: 4 }));
     // two uniform batches at once (their ids interleave) and a mixed one (the general statement)
     const [a, b, mixed] = await Promise.all([
@@ -124,6 +124,35 @@ describe('enqueue inside the application transaction', () => {
       });
     }
     expect(mixed.map((r) => r.inserted)).toEqual([true, true, true, true]);
+  });
+
+  it('enqueueMany of plain items maps ids to items both when they are one span and when ids were drawn between them', async () => {
+    const batch = (tag: string) => Array.from({ length: 1_000 }, (_, i) => ({ payload: { name: `${tag} ${i}` } }));
+    const check = async (tag: string, result: readonly { id: string }[]) => {
+      const stored = await sql<{ id: string; name: string }>`
+        SELECT id::text, payload->>'name' AS name FROM leasehold.task WHERE id = ANY(${result.map((r) => r.id)}::bigint[])`.execute(t.db);
+      const byId = new Map(stored.rows.map((r) => [r.id, r.name]));
+      expect(result.map((r) => byId.get(r.id))).toEqual(batch(tag).map((item) => item.payload.name));
+      const ids = result.map((r) => BigInt(r.id));
+      return ids[ids.length - 1]! - ids[0]! + 1n === BigInt(ids.length);
+    };
+    // alone, the batch draws consecutive ids: the statement answers with the first and the count
+    expect(await check('solo', await enqueueMany(t.pool, greet, batch('solo')))).toBe(true);
+    // a row trigger that draws an id of its own after every third row stands in, deterministically,
+    // for a concurrent producer drawing ids in the middle of the batch
+    await sql`CREATE FUNCTION leasehold.test_draw_gap() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF NEW.id % 3 = 0 THEN PERFORM nextval('leasehold.task_id_seq'); END IF;
+        RETURN NEW;
+      END $$`.execute(t.db);
+    await sql`CREATE TRIGGER test_draw_gap BEFORE INSERT ON leasehold.task FOR EACH ROW EXECUTE FUNCTION leasehold.test_draw_gap()`.execute(t.db);
+    try {
+      expect(await check('gaps', await enqueueMany(t.pool, greet, batch('gaps')))).toBe(false);
+      expect(await check('gaps trx', await t.db.transaction().execute((trx) => enqueueMany(trx, greet, batch('gaps trx'))))).toBe(false);
+    } finally {
+      await sql`DROP TRIGGER test_draw_gap ON leasehold.task`.execute(t.db);
+      await sql`DROP FUNCTION leasehold.test_draw_gap()`.execute(t.db);
+    }
   });
 
   it('a single enqueue without keys stores its options: priority, attempts, a delay (scheduled) or a run time', async () => {

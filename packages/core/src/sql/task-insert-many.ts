@@ -205,24 +205,35 @@ function isUniform(rows: readonly TaskInsert[]): boolean {
 
 /**
  * {@link insertPlain} for uniform rows: one array (the payloads) instead of eleven, the rest as
- * scalars and column defaults (`available_at` now, not `scheduled`), and the ids back as one
- * array in input order rather than a row each. pg escapes every element of every array it sends,
- * and the server unnests each one, so the ten arrays of constants and NULLs were most of a
- * batch's cost.
+ * scalars and column defaults (`available_at` now, not `scheduled`). pg escapes every element of
+ * every array it sends, and the server unnests each one, so the ten arrays of constants and NULLs
+ * were most of a batch's cost.
+ *
+ * The ids come back as a span where they can: they are drawn in input order (`ORDER BY u.n`) and
+ * are distinct, so when the largest minus the smallest is one less than their count they are
+ * exactly first, first + 1, … in input order. Only when a concurrent insert drew ids between
+ * them does the statement send them all, sorted, which is input order too. Sending an id per row
+ * (as rows, or as one array after sorting by position in a CTE) cost 7–10 % of a 1,000-row batch
+ * (bench/RESULTS.md).
  */
 async function insertUniform(executor: Executor, table: LeasedTable<unknown>, rows: readonly TaskInsert[]): Promise<InsertedTask[]> {
   const first = rows[0]!;
   // compiled once per table (executeCached), like the single insert: it also carries the shared
   // single enqueues of a pool (task/shared-insert.ts), a statement per handful of calls
-  const [answer] = await executeCached<{ ids: string[] }, UniformInsertValues>(executor, `insertUniform:${table.schema}.${table.table}`, (v) => uniformInsertStatement(table, v), {
+  const [answer] = await executeCached<UniformInsertAnswer, UniformInsertValues>(executor, `insertUniform:${table.schema}.${table.table}`, (v) => uniformInsertStatement(table, v), {
     payloads: rows.map((r) => r.payloadJson),
     name: first.name,
     priority: first.priority,
     maxAttempts: first.maxAttempts,
   });
-  const ids = answer?.ids ?? [];
+  const ids = answer === undefined ? [] : answer.ids ?? span(answer.first, answer.n);
   if (ids.length !== rows.length) throw new Error(`enqueue: ${ids.length} ids for ${rows.length} rows`);
   return ids.map((id) => ({ id, inserted: true }));
+}
+
+function span(first: string, n: number): string[] {
+  const lo = BigInt(first);
+  return Array.from({ length: n }, (_, i) => String(lo + BigInt(i)));
 }
 
 type UniformInsertValues = {
@@ -232,18 +243,25 @@ type UniformInsertValues = {
   readonly maxAttempts: number;
 };
 
-// interpolates `v` only (see executeCached)
-function uniformInsertStatement(table: LeasedTable<unknown>, v: UniformInsertValues): RawBuilder<{ ids: string[] }> {
-  return sql<{ ids: string[] }>`
-    WITH input AS (
-      SELECT nextval((SELECT ${`${table.schema}.${table.table}_id_seq`}::regclass)) AS id, u.payload, u.n
+/** The smallest id and the count; `ids` in input order only when they are not `first`, `first + 1`, …. */
+type UniformInsertAnswer = { readonly first: string; readonly n: number; readonly ids: string[] | null };
+
+// interpolates `v` only (see executeCached); text, not bigint: an application may have pg parse
+// bigint columns as numbers (pg.types.setTypeParser)
+function uniformInsertStatement(table: LeasedTable<unknown>, v: UniformInsertValues): RawBuilder<UniformInsertAnswer> {
+  return sql<UniformInsertAnswer>`
+    WITH inserted AS (
+      INSERT INTO ${tableRef(table)} (name, payload, priority, max_attempts)
+      SELECT ${v.name}::text, u.payload, ${v.priority}::int, ${v.maxAttempts}::int
       FROM unnest(${v.payloads}::jsonb[]) WITH ORDINALITY AS u(payload, n)
-    ), inserted AS (
-      INSERT INTO ${tableRef(table)} (id, name, payload, priority, max_attempts)
-        OVERRIDING SYSTEM VALUE
-      SELECT i.id, ${v.name}::text, i.payload, ${v.priority}::int, ${v.maxAttempts}::int FROM input AS i
+      ORDER BY u.n
+      RETURNING id
+    ), span AS (
+      SELECT min(id) AS lo, max(id) AS hi, count(*) AS n FROM inserted
     )
-    SELECT array_agg(id ORDER BY n)::text[] AS ids FROM input
+    SELECT lo::text AS first, n::int AS n,
+           CASE WHEN hi - lo + 1 = n THEN NULL ELSE (SELECT array_agg(id ORDER BY id)::text[] FROM inserted) END AS ids
+    FROM span
   `;
 }
 
