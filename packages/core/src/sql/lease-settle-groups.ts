@@ -29,8 +29,10 @@ export async function leaseSettleGroups(executor: Executor, table: LeasedTable<u
       WITH headless AS (
         SELECT grp.group_key FROM ${g} AS grp
         WHERE grp.group_key = ANY(${keys}::text[])
-          AND NOT EXISTS (SELECT 1 FROM ${t} AS h
-                          WHERE h.id = grp.head_id AND h.status IN ('pending', 'processing', 'waiting', 'dead'))
+          -- the head's status by its primary key, one lookup per group (a scalar subquery is
+          -- never turned into a join): as NOT EXISTS, the planner hashed every unfinished row of
+          -- the table for a few hundred groups (12 of 30 ms for 512 groups beside 16,000 rows)
+          AND coalesce((SELECT h.status FROM ${t} AS h WHERE h.id = grp.head_id), 'gone') NOT IN ('pending', 'processing', 'waiting', 'dead')
       ), next AS (
         SELECT headless.group_key,
                -- the group's key as a range, not "=": with "=" the planner may walk the primary
@@ -42,13 +44,16 @@ export async function leaseSettleGroups(executor: Executor, table: LeasedTable<u
                 ORDER BY b.group_key, b.id LIMIT 1) AS id
         FROM headless
       ), unblocked AS (
-        UPDATE ${t} AS u SET blocked = false FROM next WHERE u.id = next.id RETURNING u.id
+        -- each row and group by its primary key (ANY(ARRAY(…)), see byPrimaryKey): joined to
+        -- next, the planner hashed the whole table to unblock a few hundred rows
+        UPDATE ${t} AS u SET blocked = false WHERE u.id = ANY(ARRAY(SELECT id FROM next WHERE id IS NOT NULL)) RETURNING u.id
       ), headed AS (
         UPDATE ${g} AS grp SET head_id = next.id, updated_at = now()
-        FROM next WHERE grp.group_key = next.group_key AND next.id IS NOT NULL
+        FROM next
+        WHERE grp.group_key = ANY(ARRAY(SELECT group_key FROM next WHERE id IS NOT NULL)) AND grp.group_key = next.group_key
         RETURNING 1
       ), emptied AS (
-        DELETE FROM ${g} AS grp USING next WHERE grp.group_key = next.group_key AND next.id IS NULL
+        DELETE FROM ${g} AS grp WHERE grp.group_key = ANY(ARRAY(SELECT group_key FROM next WHERE id IS NULL))
         RETURNING 1
       ), woken AS (
         SELECT pg_notify(${table.channel}, '') FROM (SELECT 1 FROM unblocked LIMIT 1) AS any_unblocked
