@@ -30,8 +30,9 @@ export async function leaseSettleGroups(executor: Executor, table: LeasedTable<u
         SELECT grp.group_key FROM ${g} AS grp
         WHERE grp.group_key = ANY(${keys}::text[])
           -- the head's status by its primary key, one lookup per group (a scalar subquery is
-          -- never turned into a join): as NOT EXISTS, the planner hashed every unfinished row of
-          -- the table for a few hundred groups (12 of 30 ms for 512 groups beside 16,000 rows)
+          -- never turned into a join): as NOT EXISTS, and with the updates below joined to next,
+          -- the planner read the whole table to settle 250 groups beside 20,000 rows (twice with
+          -- statistics from an empty table; test/core/settle-groups-scale.int.test.ts)
           AND coalesce((SELECT h.status FROM ${t} AS h WHERE h.id = grp.head_id), 'gone') NOT IN ('pending', 'processing', 'waiting', 'dead')
       ), next AS (
         SELECT headless.group_key,
@@ -44,8 +45,7 @@ export async function leaseSettleGroups(executor: Executor, table: LeasedTable<u
                 ORDER BY b.group_key, b.id LIMIT 1) AS id
         FROM headless
       ), unblocked AS (
-        -- each row and group by its primary key (ANY(ARRAY(…)), see byPrimaryKey): joined to
-        -- next, the planner hashed the whole table to unblock a few hundred rows
+        -- each row and group by its primary key (ANY(ARRAY(…)), see byPrimaryKey)
         UPDATE ${t} AS u SET blocked = false WHERE u.id = ANY(ARRAY(SELECT id FROM next WHERE id IS NOT NULL)) RETURNING u.id
       ), headed AS (
         UPDATE ${g} AS grp SET head_id = next.id, updated_at = now()
