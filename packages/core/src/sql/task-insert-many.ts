@@ -306,12 +306,18 @@ async function insertStatement(
         DO NOTHING
         RETURNING t.id
       )
-      SELECT i.n, coalesce(ins.id, live.id) AS id, ins.id IS NOT NULL AS inserted
+      SELECT i.n,
+             coalesce(ins.id,
+                      -- the live task that won the key, as far as this statement's snapshot shows
+                      -- it: looked up in the dedup index for each row not inserted (a scalar
+                      -- subquery is never turned into a join); joined, the planner read every
+                      -- row of the table for a batch of a few hundred keys
+                      (SELECT live.id FROM ${t} AS live
+                       WHERE live.name = i.name AND live.dedup_key = i.dedup_key AND live.status IN ('pending', 'processing')
+                       LIMIT 1)) AS id,
+             ins.id IS NOT NULL AS inserted
       FROM input AS i
       LEFT JOIN inserted AS ins ON ins.id = i.id
-      -- the live task that won the key, as far as this statement's snapshot shows it
-      LEFT JOIN ${t} AS live ON ins.id IS NULL AND live.name = i.name AND live.dedup_key = i.dedup_key
-                            AND live.status IN ('pending', 'processing')
     `,
     // planned per call: the arrays hold 1 to 100,000 rows
     { prepare: false },
