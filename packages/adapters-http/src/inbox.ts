@@ -1,11 +1,12 @@
 import {
+  INTEGER_RANGES,
   inTransaction,
   type Duration,
   type Executor,
   type PgQueryable,
   type TransactionSource,
 } from '@leasehold/core';
-import { checkKey, parseDuration, validateIdentifier, withSpan } from '@leasehold/core/internal';
+import { checkInteger, checkKey, parseDuration, validateIdentifier, withSpan } from '@leasehold/core/internal';
 import type { Kysely } from 'kysely';
 import { inboxInsert } from './sql/inbox-insert.js';
 import { inboxPrune } from './sql/inbox-prune.js';
@@ -33,6 +34,16 @@ export interface ReceiveOptions {
   readonly headers?: Readonly<Record<string, string | readonly string[] | undefined>>;
 }
 
+/** Options of {@link Inbox.prune}. */
+export interface InboxPruneOptions {
+  /** Delete records received longer ago than this (ms or e.g. `'30d'`). */
+  olderThan: Duration;
+  /** Records per DELETE statement; each statement locks at most this many. @defaultValue 1000 */
+  batchSize?: number;
+  /** Stops between batches when aborted; the records deleted so far stay deleted. */
+  signal?: AbortSignal;
+}
+
 /** The receiving side's deduplication: each message id is applied once. */
 export interface Inbox {
   /** The validated schema name. */
@@ -49,10 +60,11 @@ export interface Inbox {
   receive<DB, T>(db: Kysely<DB>, messageId: string, apply: (trx: Kysely<DB>) => Promise<T>, options?: ReceiveOptions): Promise<ReceiveResult<T>>;
   receive<T>(db: PgQueryable, messageId: string, apply: (client: PgQueryable) => Promise<T>, options?: ReceiveOptions): Promise<ReceiveResult<T>>;
   /**
-   * Deletes records older than `olderThan`; returns how many. Keep them longer than the
-   * sender's whole retry horizon, or a late redelivery is applied again.
+   * Deletes records older than `olderThan`, oldest first, in statements of at most `batchSize`
+   * records each; returns how many. Keep them longer than the sender's whole retry horizon, or a
+   * late redelivery is applied again.
    */
-  prune(executor: Executor, options: { olderThan: Duration }): Promise<number>;
+  prune(executor: Executor, options: InboxPruneOptions): Promise<number>;
 }
 
 /**
@@ -97,7 +109,19 @@ export function createInbox(options: InboxOptions = {}): Inbox {
   return Object.freeze({
     schema,
     receive: receive as Inbox['receive'],
-    prune: (executor: Executor, { olderThan }: { olderThan: Duration }) =>
-      inboxPrune(executor, schema, parseDuration(olderThan, 'olderThan')),
+    prune: (executor: Executor, pruneOptions: InboxPruneOptions) => prune(executor, schema, pruneOptions),
   });
+}
+
+async function prune(executor: Executor, schema: string, options: InboxPruneOptions): Promise<number> {
+  const olderThanMs = parseDuration(options?.olderThan, 'olderThan');
+  const batchSize = checkInteger(options.batchSize ?? 1_000, 'batchSize', INTEGER_RANGES.purgeBatchSize);
+  let deleted = 0;
+  // one short statement per batch, so no lock outlives a batch (with a pool executor)
+  while (!options.signal?.aborted) {
+    const n = await inboxPrune(executor, schema, olderThanMs, batchSize);
+    deleted += n;
+    if (n < batchSize) break;
+  }
+  return deleted;
 }

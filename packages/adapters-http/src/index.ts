@@ -23,5 +23,5 @@ export {
   WEBHOOK_VERIFICATION_REASONS,
   type WebhookVerificationReason,
 } from './webhook-verification-error.js';
-export { createInbox, type Inbox, type InboxOptions, type ReceiveOptions, type ReceiveResult } from './inbox.js';
+export { createInbox, type Inbox, type InboxOptions, type InboxPruneOptions, type ReceiveOptions, type ReceiveResult } from './inbox.js';
 export { migrateInbox } from './migrate-inbox.js';
