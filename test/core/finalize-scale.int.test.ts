@@ -6,7 +6,7 @@
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { defineTask, enqueueMany, taskTable } from '@leasehold/core';
-import { leaseExtendMany, leaseFinalizeMany, taskStepRecordMany, toDone, toRetry, type FinalizeItem } from '@leasehold/core/internal';
+import { leaseExtendMany, leaseFinalizeMany, taskCheckpoint, taskStepRecordMany, toDone, toRetry, type FinalizeItem } from '@leasehold/core/internal';
 import { recordStatement, statementPlanReads } from '../claim-plan.js';
 import { useTestDatabase } from '../fixtures.js';
 
@@ -84,6 +84,20 @@ describe('fenced statements at production sizes', () => {
     // a stale token records nothing
     const written = await taskStepRecordMany(t.pool, table, [...steps, { taskId: mine[0]!, leaseVersion: 2, name: 'refund', resultJson: null }]);
     expect([...written].sort()).toEqual(mine.map((id) => `${id}/charge`).sort());
+  });
+
+  it.each(['current', 'stale'] as const)(`with ${IN_FLIGHT.toLocaleString('en')} other leases in flight, a checkpoint of one task reads only its row (%s statistics)`, async (stats) => {
+    const [mine] = await leasedTasks(stats);
+    // the one-row fence (checkpoints, a step's fence lock, parking): planned on the processing
+    // rows' index with stale statistics, it read all 51,000 rows to find its own
+    const checkpoint = await recordStatement((executor) => taskCheckpoint(executor, table, { id: mine!, leaseVersion: 1 }, '{"page":3}'));
+    const reads = await statementPlanReads(t.pool, table.table, checkpoint);
+    expect(reads.rowsTouched, reads.plan).toBeLessThanOrEqual(1);
+    // the fence still decides: a stale token writes nothing, the current one writes
+    expect(await taskCheckpoint(t.pool, table, { id: mine!, leaseVersion: 2 }, '{"page":4}')).toBe(false);
+    expect(await taskCheckpoint(t.pool, table, { id: mine!, leaseVersion: 1 }, '{"page":3}')).toBe(true);
+    const { rows } = await sql<{ checkpoint: unknown }>`SELECT checkpoint FROM leasehold.task WHERE id = ${mine}`.execute(t.db);
+    expect(rows[0]!.checkpoint).toEqual({ page: 3 });
   });
 
   it('a batch of done writes reports each refused token, and only those', async () => {
