@@ -59,9 +59,19 @@ const INDEXED: ReadonlySet<TaskStatus> = new Set(['dead', 'processing']);
 
 /**
  * One page of a leased table, newest first, keyset on `id` (never OFFSET): `WHERE id < below`,
- * ordered by the primary key backwards, or by `<table>_dead` for dead rows. The status goes into
- * the statement as a literal so the planner can match the partial indexes; name and group key are
- * parameters. Takes no locks.
+ * ordered by the primary key backwards, or by `<table>_dead` for dead rows. How each status is
+ * reached, whatever the table's statistics say:
+ * - dead: a literal, so the planner walks `<table>_dead` (id) backwards;
+ * - processing: the candidates are the rows of `<table>_leased`, read whole (a materialised CTE,
+ *   so the page's `ORDER BY id … LIMIT` cannot turn it into a walk of the primary key), and the
+ *   page's rows are then reached by primary key. Walked backwards along the primary key instead,
+ *   a page that found fewer than `limit` processing rows (the last one, or any below the newest
+ *   leases) read every older row of the table, a million finished ones included. Its cost follows
+ *   the rows in flight, which the fleet's concurrency bounds, not the table's history;
+ * - any other: within the window, compared under the "C" collation (see `byPrimaryKey` in core's
+ *   `sql/fence.ts`), so the planner cannot take `<table>_done_at` for it: with statistics that
+ *   said done rows were rare, a page of done rows read every done row of the table.
+ * Name and group key are parameters. Takes no locks.
  *
  * @example
  * const page = await leasedListPage(pool, taskTable(), { status: 'dead', name: null, groupKey: null }, { below: '1000001', floor: '1', limit: 50 });
@@ -71,16 +81,25 @@ export async function leasedListPage(executor: Executor, table: LeasedTable<unkn
   const floor = BigInt(range.floor);
   const windowed = filter.status === null ? filter.name !== null || filter.groupKey !== null : !INDEXED.has(filter.status);
   const low = windowed && below - SCAN_WINDOW > floor ? below - SCAN_WINDOW : floor;
+  const t = tableRef(table);
+  const inRange = sql`id < ${String(below)}::bigint AND id >= ${String(low)}::bigint ${conditions(table, filter)}`;
   const raw = await execute<Record<string, unknown>>(
     executor,
-    sql`
-      SELECT id, ${sql.ref(table.nameColumn)} AS name, status, attempts, max_attempts, group_key, blocked,
-             created_at, available_at, lease_owner, lease_until, left(last_error, 300) AS last_error
-      FROM ${tableRef(table)}
-      WHERE id < ${String(below)}::bigint AND id >= ${String(low)}::bigint ${conditions(table, filter)}
-      ORDER BY id DESC
-      LIMIT ${range.limit + 1}
-    `,
+    filter.status === 'processing'
+      ? sql`
+          WITH candidates AS MATERIALIZED (SELECT id FROM ${t} WHERE ${inRange})
+          SELECT ${listColumns(table)}
+          FROM ${t}
+          WHERE id = ANY(ARRAY(SELECT id FROM candidates ORDER BY id DESC LIMIT ${range.limit + 1}))
+          ORDER BY id DESC
+        `
+      : sql`
+          SELECT ${listColumns(table)}
+          FROM ${t}
+          WHERE ${inRange}
+          ORDER BY id DESC
+          LIMIT ${range.limit + 1}
+        `,
   );
   const rows = raw.slice(0, range.limit).map(toListRow);
   const full = raw.length > range.limit;
@@ -88,10 +107,18 @@ export async function leasedListPage(executor: Executor, table: LeasedTable<unkn
   return { rows, next, scannedFrom: String(low) };
 }
 
+function listColumns(table: LeasedTable<unknown>): RawBuilder<unknown> {
+  return sql`id, ${sql.ref(table.nameColumn)} AS name, status, attempts, max_attempts, group_key, blocked,
+             created_at, available_at, lease_owner, lease_until, left(last_error, 300) AS last_error`;
+}
+
 function conditions(table: LeasedTable<unknown>, filter: ListFilter): RawBuilder<unknown> {
   const parts: RawBuilder<unknown>[] = [];
-  // a literal, from TASK_STATUSES (checked by the caller's parser), so the partial indexes match
-  if (filter.status !== null) parts.push(sql`AND status = ${sql.lit(filter.status)}`);
+  // a literal, from TASK_STATUSES (checked by the caller's parser): for dead and processing rows,
+  // so their partial indexes match; for the rest under "C", so none does (the window bounds them)
+  if (filter.status !== null) {
+    parts.push(INDEXED.has(filter.status) ? sql`AND status = ${sql.lit(filter.status)}` : sql`AND (status COLLATE "C") = ${sql.lit(filter.status)}`);
+  }
   if (filter.name !== null) parts.push(sql`AND ${sql.ref(table.nameColumn)} = ${filter.name}`);
   if (filter.groupKey !== null) parts.push(sql`AND group_key = ${filter.groupKey}`);
   return sql.join(parts, sql` `);
