@@ -27,8 +27,8 @@ export interface LimitRow {
 /**
  * Every limit of `schema`'s task table, by name, with its running leases and the starts in its
  * window as the claims keep them (a lease counts while it runs: its row is processing under the
- * claim's token and the lease has not expired), and its pending tasks. Takes no locks; the
- * pending count reads the limit's pending rows.
+ * claim's token and the lease has not expired), and its pending tasks. Takes no locks; reads the
+ * limit's pending rows, the table's blocked ones and its holders' rows, never the finished ones.
  */
 export async function limitList(executor: Executor, schema = 'leasehold'): Promise<LimitRow[]> {
   const lt = sql.id(schema, 'task_limit');
@@ -44,12 +44,20 @@ export async function limitList(executor: Executor, schema = 'leasehold'): Promi
              l.rate_per_key_period_ms, l.seen_at, l.seen_by, held.running, held.running_keys,
              (SELECT count(*) FROM unnest(l.start_at) AS s(at)
               WHERE s.at > date_part('epoch', clock_timestamp()) * 1000 - l.rate_period_ms) AS starts,
-             (SELECT count(*) FROM ${t} AS w WHERE w.flow = l.name AND w.status = 'pending') AS waiting
+             -- counted through the limit's own indexes (ready, and scheduled for later), then the
+             -- blocked rows': flow and status alone match no index, so each limit cost a scan of
+             -- the whole table, its finished history included
+             (SELECT count(*) FROM ${t} AS w WHERE w.flow = l.name AND w.status = 'pending' AND NOT w.blocked AND NOT w.scheduled)
+             + (SELECT count(*) FROM ${t} AS w WHERE w.flow = l.name AND w.status = 'pending' AND w.scheduled AND NOT w.blocked)
+             + (SELECT count(*) FROM ${t} AS w WHERE w.blocked AND w.flow = l.name AND w.status = 'pending') AS waiting
       FROM ${lt} AS l
       CROSS JOIN LATERAL (
         SELECT count(*) AS running, count(DISTINCT h.key) AS running_keys
         FROM unnest(l.holder_ids, l.holder_versions, l.holder_keys) AS h(id, version, key)
-        JOIN ${t} AS r ON r.id = h.id AND r.lease_version = h.version AND r.status = 'processing' AND r.lease_until >= now()
+        -- each holder by primary key (a scalar subquery, and the status under "C": see
+        -- byPrimaryKey): joined, the planner could hash every processing row of the table
+        WHERE (SELECT r.lease_version = h.version AND (r.status COLLATE "C") = 'processing' AND r.lease_until >= now()
+               FROM ${t} AS r WHERE r.id = h.id)
       ) AS held
       ORDER BY l.name
     `,
