@@ -11,9 +11,23 @@ import { sql, type RawBuilder } from 'kysely';
  * pending and processing rows.
  */
 export function oldestWaitingAgeMs(): RawBuilder<number | null> {
-  return sql<number | null>`extract(epoch FROM now() - min(
+  return ageMs(waitingSince());
+}
+
+/**
+ * The aggregate behind {@link oldestWaitingAgeMs}: when the longest-waiting unfinished row of the
+ * aggregate's rows began to wait, or null. For a statement that aggregates in two steps (take
+ * the `min` of it over the groups, then {@link ageMs}).
+ */
+export function waitingSince(): RawBuilder<Date | null> {
+  return sql<Date | null>`min(
       CASE WHEN attempts = 0 THEN available_at ELSE created_at END
     ) FILTER (
       WHERE status = 'processing' OR (status = 'pending' AND (attempts > 0 OR available_at <= now()))
-    )) * 1000`;
+    )`;
+}
+
+/** Milliseconds from `since` (a timestamptz expression) to the statement's `now()`. */
+export function ageMs(since: RawBuilder<Date | null>): RawBuilder<number | null> {
+  return sql<number | null>`extract(epoch FROM now() - ${since}) * 1000`;
 }
