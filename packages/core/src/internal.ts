@@ -28,6 +28,7 @@ export { toJsonText } from './input/json.js';
 export { toDone, toRetry, toDeferred, toReleased, toDead, type Transition } from './transition.js';
 export { transitionFor } from './transition-for.js';
 export { execute, type ExecuteOptions } from './sql/execute.js';
+export { statusIs } from './sql/fence.js';
 export { tokenKey } from './sql/lease-row.js';
 export { leaseClaim, compareIds, REAP_ERROR, type LeaseClaimInput, type LeaseClaimResult } from './sql/lease-claim.js';
 export { leaseFinalizeMany, type FinalizeItem, type FinalizeResult } from './sql/lease-finalize-many.js';

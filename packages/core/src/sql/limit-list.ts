@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Rate } from '../limits/define-limit.js';
 import { execute, type Executor } from './execute.js';
+import { statusIs } from './fence.js';
 
 /** One limit as stored, with what it holds now: what `leasehold stats` shows. */
 export interface LimitRow {
@@ -54,9 +55,9 @@ export async function limitList(executor: Executor, schema = 'leasehold'): Promi
       CROSS JOIN LATERAL (
         SELECT count(*) AS running, count(DISTINCT h.key) AS running_keys
         FROM unnest(l.holder_ids, l.holder_versions, l.holder_keys) AS h(id, version, key)
-        -- each holder by primary key (a scalar subquery, and the status under "C": see
-        -- byPrimaryKey): joined, the planner could hash every processing row of the table
-        WHERE (SELECT r.lease_version = h.version AND (r.status COLLATE "C") = 'processing' AND r.lease_until >= now()
+        -- each holder by primary key (a scalar subquery, and see statusIs): joined, the planner
+        -- could hash every processing row of the table
+        WHERE (SELECT r.lease_version = h.version AND ${statusIs('r', 'processing')} AND r.lease_until >= now()
                FROM ${t} AS r WHERE r.id = h.id)
       ) AS held
       ORDER BY l.name

@@ -1,5 +1,5 @@
 import type { Executor, LeasedTable, TaskStatus } from '@leasehold/core';
-import { execute } from '@leasehold/core/internal';
+import { execute, statusIs } from '@leasehold/core/internal';
 import { sql, type RawBuilder } from 'kysely';
 import { tableRef } from './table-ref.js';
 
@@ -68,9 +68,9 @@ const INDEXED: ReadonlySet<TaskStatus> = new Set(['dead', 'processing']);
  *   a page that found fewer than `limit` processing rows (the last one, or any below the newest
  *   leases) read every older row of the table, a million finished ones included. Its cost follows
  *   the rows in flight, which the fleet's concurrency bounds, not the table's history;
- * - any other: within the window, compared under the "C" collation (see `byPrimaryKey` in core's
- *   `sql/fence.ts`), so the planner cannot take `<table>_done_at` for it: with statistics that
- *   said done rows were rare, a page of done rows read every done row of the table.
+ * - any other: within the window, compared by core's `statusIs`, so the planner cannot take
+ *   `<table>_done_at` for it: with statistics that said done rows were rare, a page of done rows
+ *   read every done row of the table.
  * Name and group key are parameters. Takes no locks.
  *
  * @example
@@ -117,7 +117,7 @@ function conditions(table: LeasedTable<unknown>, filter: ListFilter): RawBuilder
   // a literal, from TASK_STATUSES (checked by the caller's parser): for dead and processing rows,
   // so their partial indexes match; for the rest under "C", so none does (the window bounds them)
   if (filter.status !== null) {
-    parts.push(INDEXED.has(filter.status) ? sql`AND status = ${sql.lit(filter.status)}` : sql`AND (status COLLATE "C") = ${sql.lit(filter.status)}`);
+    parts.push(INDEXED.has(filter.status) ? sql`AND status = ${sql.lit(filter.status)}` : sql`AND ${statusIs(null, filter.status)}`);
   }
   if (filter.name !== null) parts.push(sql`AND ${sql.ref(table.nameColumn)} = ${filter.name}`);
   if (filter.groupKey !== null) parts.push(sql`AND group_key = ${filter.groupKey}`);
