@@ -1,13 +1,13 @@
 import type { LeasedTable } from '../leased-table.js';
-import type { QueueStats } from '../sql/lease-queue-stats.js';
+import type { LiveQueueStats } from '../sql/lease-live-stats.js';
 import { ATTR, MESSAGING_SYSTEM } from '../telemetry/attributes.js';
 import { QUEUE_GAUGES, type MetricDefinition } from './metric-definitions.js';
 
-/** One `leasehold.queue.*` gauge and the figure of {@link QueueStats} it reports. */
+/** One `leasehold.queue.*` gauge and the figure of `QueueStats` it reports (none needs `done`). */
 export interface QueueGauge {
   readonly definition: MetricDefinition;
   /** Its value for one queue, in the gauge's unit. */
-  readonly value: (stats: QueueStats) => number;
+  readonly value: (stats: LiveQueueStats) => number;
 }
 
 /**

@@ -3,7 +3,8 @@ import { parseDuration, type Duration } from '../duration.js';
 import { ConfigError, toError } from '../errors.js';
 import { taskTable, type LeasedTable } from '../leased-table.js';
 import type { Executor } from '../sql/execute.js';
-import { leaseQueueStats, type QueueStats } from '../sql/lease-queue-stats.js';
+import { leaseLiveQueueStats, type LiveQueueStats } from '../sql/lease-live-stats.js';
+import { leaseQueueStats } from '../sql/lease-queue-stats.js';
 import { otel } from '../telemetry/otel-api.js';
 import type { WorkerLogger } from '../worker/worker-log.js';
 import { QUEUE_GAUGE_VALUES, queueAttributes } from './queue-gauges.js';
@@ -38,16 +39,19 @@ export interface QueueMetrics {
 
 interface Observed {
   readonly attributes: Readonly<Record<string, string>>;
-  readonly stats: QueueStats;
+  readonly stats: LiveQueueStats;
 }
 
 /**
  * Observable gauges per queue (task name, or event type) of each table: `leasehold.queue.pending`,
  * `.processing`, `.dead` and `.oldest_pending_age` (see docs/observability.md). A timer reads
- * each table with the one statement of {@link queueStats} every `interval`, and collections report
- * the latest figures: however often Prometheus scrapes and however many queues there are, the
- * database answers one statement per table and interval. One per process is enough; a failed read
- * drops that table's figures until a read succeeds, rather than reporting stale ones.
+ * each table with one statement every `interval`, and collections report the latest figures:
+ * however often Prometheus scrapes and however many queues there are, the database answers one
+ * statement per table and interval. The first read is {@link queueStats}'s, which counts every
+ * row; later ones read only unfinished and dead rows (from the claim's, the leases' and the dead
+ * rows' indexes), so they cost what is queued, not what the table keeps. A queue seen once keeps
+ * its series, at 0 when it has nothing left. One per process is enough; a failed read drops that
+ * table's figures until a read succeeds, rather than reporting stale ones.
  *
  * @example
  * const queues = createQueueMetrics({ pool, tables: [taskTable(), outboxTable()] });
@@ -72,6 +76,8 @@ class QueueGauges implements QueueMetrics {
   readonly #logger: QueueMetricsOptions['logger'];
   /** The latest figures, per table. */
   readonly #observed = new Map<LeasedTable<unknown>, Observed[]>();
+  /** Per table, every name read so far: a queue that empties reports 0s rather than vanishing. */
+  readonly #names = new Map<LeasedTable<unknown>, Set<string>>();
   #timer: NodeJS.Timeout | undefined;
   #reading: Promise<void> | undefined;
   #failing = false;
@@ -131,7 +137,7 @@ class QueueGauges implements QueueMetrics {
   async #readTables(): Promise<void> {
     for (const table of this.#tables) {
       try {
-        const stats = await leaseQueueStats(this.#pool, table);
+        const stats = await this.#readTable(table);
         this.#observed.set(table, stats.map((s) => ({ attributes: queueAttributes(table, s.name), stats: s })));
         if (this.#failing) this.#logger?.warn('[leasehold] queue metrics: reading the queue figures works again');
         this.#failing = false;
@@ -142,4 +148,25 @@ class QueueGauges implements QueueMetrics {
       }
     }
   }
+
+  /**
+   * The figures of every name seen so far. The first read counts every row, finished ones too, so
+   * a queue whose rows all finished before this process started has its series from the start.
+   */
+  async #readTable(table: LeasedTable<unknown>): Promise<LiveQueueStats[]> {
+    const names = this.#names.get(table);
+    if (names === undefined) {
+      const stats = await leaseQueueStats(this.#pool, table);
+      this.#names.set(table, new Set(stats.map((s) => s.name)));
+      return stats;
+    }
+    const stats = await leaseLiveQueueStats(this.#pool, table);
+    for (const s of stats) names.add(s.name);
+    const live = new Set(stats.map((s) => s.name));
+    return [...stats, ...[...names].filter((name) => !live.has(name)).map(emptyQueue)];
+  }
+}
+
+function emptyQueue(name: string): LiveQueueStats {
+  return { name, pending: 0, blocked: 0, processing: 0, dead: 0, oldestPendingAgeMs: null, expiredLeases: 0 };
 }
