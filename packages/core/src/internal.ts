@@ -33,7 +33,7 @@ export { tokenKey } from './sql/lease-row.js';
 export { leaseClaim, compareIds, REAP_ERROR, type LeaseClaimInput, type LeaseClaimResult } from './sql/lease-claim.js';
 export { leaseFinalizeMany, type FinalizeItem, type FinalizeResult } from './sql/lease-finalize-many.js';
 export { leaseExtendMany, type ExtendItem } from './sql/lease-extend-many.js';
-export { leaseLockGroups, leaseLockGroupsOfRows } from './sql/lease-lock-groups.js';
+export { leaseLockFinishingGroups, leaseLockGroups, leaseLockGroupsOfRows } from './sql/lease-lock-groups.js';
 export { leaseSettleGroups } from './sql/lease-settle-groups.js';
 export { taskInsertMany, type TaskInsert } from './sql/task-insert-many.js';
 export { limitRegisterMany, type LimitDeclaration } from './sql/limit-register-many.js';

@@ -4,7 +4,7 @@ import type { TaskStatus } from '../task-status.js';
 import type { Transition } from '../transition.js';
 import { execute, executeCached, type Executor } from './execute.js';
 import { fenceEach } from './fence.js';
-import { leaseLockGroups } from './lease-lock-groups.js';
+import { leaseLockFinishingGroups } from './lease-lock-groups.js';
 import { leaseReadState } from './lease-read-state.js';
 import { tokenKey } from './lease-row.js';
 import { leaseSettleGroups } from './lease-settle-groups.js';
@@ -49,7 +49,7 @@ export const DEFER_AGE_ERROR_PREFIX = 'defer age limit exceeded';
  * token; `lease_until` is deliberately not checked, so an expired lease nobody took over still
  * finalizes. One statement, locking only the rows it updates — except when a row of an ordering
  * group goes `done`: its group's next row must become the head, so the groups are locked first
- * (`leaseLockGroups`), then the rows are written and the heads settled (`leaseSettleGroups`),
+ * (`leaseLockFinishingGroups`), then the rows are written and the heads settled (`leaseSettleGroups`),
  * all in one transaction (the caller's when `executor` is one).
  */
 export async function leaseFinalizeMany(
@@ -65,7 +65,7 @@ export async function leaseFinalizeMany(
     executor,
     async (trx) => {
       if (parents.length > 0) await lockParents(trx, table, parents);
-      if (groups.length > 0) await leaseLockGroups(trx, table, groups);
+      if (groups.length > 0) await leaseLockFinishingGroups(trx, table, groups);
       const results = await finalizeStatement(trx, table, items);
       if (groups.length > 0) await leaseSettleGroups(trx, table, groups);
       return results;
