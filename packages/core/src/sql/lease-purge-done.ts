@@ -10,7 +10,17 @@ import { tableRef } from './table-ref.js';
  *
  * Locks: at most `limit` rows, `FOR UPDATE SKIP LOCKED`, so it never waits for a row another
  * purge (or anyone) holds and never holds more than one batch. Call it in a loop, each call its
- * own short statement, until it returns less than `limit`. Uses the `<table>_done_at` index.
+ * own short statement, until it returns less than `limit`. Walks the `<table>_done_at` index from
+ * its oldest entry, so a batch reads about `limit` rows however many are older than the cutoff:
+ * - the limit reaches the planner as a subquery, whose value it cannot see, so it plans for the
+ *   first rows (as it does for this statement's generic plan) and takes the index's order. With
+ *   statistics taken while the table was empty, the constant limit exceeded the few rows the
+ *   planner expected, and a batch read all 766,000 done rows older than the cutoff of 1,000,000,
+ *   then sorted them, to delete 1,000: the whole backlog at every batch;
+ * - the rows are deleted by primary key, as an array the planner cannot see into (see
+ *   `byPrimaryKey` in `fence.ts`), so however many rows it expects it does not join the table:
+ *   as `id IN (…)` with current statistics, a batch of 1,000 beside 210,000 rows was hashed and
+ *   joined to a scan of the whole table.
  *
  * @example
  * while ((await leasePurgeDone(pool, taskTable(), 7 * 86_400_000, 1_000)) === 1_000);
@@ -27,12 +37,12 @@ export async function leasePurgeDone(
     sql`
       WITH deleted AS (
         DELETE FROM ${t}
-        WHERE id IN (
+        WHERE id = ANY(ARRAY(
           SELECT id FROM ${t}
           WHERE status = 'done' AND done_at < now() - ${olderThanMs} * interval '1 millisecond'
           ORDER BY done_at
-          LIMIT ${limit}
-          FOR UPDATE SKIP LOCKED)
+          LIMIT (SELECT ${limit}::bigint)
+          FOR UPDATE SKIP LOCKED))
         RETURNING 1
       )
       SELECT count(*) AS deleted FROM deleted
