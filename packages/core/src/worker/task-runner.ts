@@ -91,6 +91,8 @@ export class TaskRunner<Row> {
   #pumping = false;
   /** Tasks whose life (handler, then fenced write) has not ended. */
   #lives = 0;
+  /** Fenced writes under way that finish rows of ordering groups (see {@link settling}). */
+  #settling = 0;
   #drained: (() => void)[] = [];
   #tel: WorkerTelemetry<Row> | undefined;
   /**
@@ -125,6 +127,14 @@ export class TaskRunner<Row> {
   /** Tasks whose handler is done and whose fenced write is under way. */
   get writing(): number {
     return this.#held.size - this.#handlers - this.buffered;
+  }
+
+  /**
+   * Fenced writes under way that finish rows of ordering groups: each hands its group the next
+   * head when it commits, and wakes the claim loop then (see the worker's `onWritten`).
+   */
+  get settling(): number {
+    return this.#settling;
   }
 
   /** The claimed tasks held now. */
@@ -358,7 +368,10 @@ export class TaskRunner<Row> {
     // a child task (core's task table) may wake its parent when it ends
     const parentId = (h.task as { readonly parentId?: string | null }).parentId ?? null;
     const item = { id: h.task.id, leaseVersion: h.task.leaseVersion, transition, groupKey: h.task.groupKey, parentId };
+    const settles = transition.to === 'done' && h.task.groupKey !== null;
+    if (settles) this.#settling++;
     const written = (result: FinalizeResult | undefined, error?: Error): void => {
+      if (settles) this.#settling--;
       try {
         if (result === undefined) this.#p.onError(error ?? new Error('finalize failed'));
         else if (result.won) won(result.status);
