@@ -22,5 +22,18 @@ process.on('SIGINT', onSignal);
 process.on('SIGTERM', onSignal);
 
 const code = await run(process.argv.slice(2), { env: process.env, io: processIo(), signal: controller.signal });
+// Written to a pipe, output is still queued in the process when the command returns, and exit
+// drops the queue: `dead list --limit 2000 --json | jq` got the first 64 KiB of 580 KiB.
+await Promise.all([flushed(process.stdout), flushed(process.stderr)]);
 // explicit: a pool timer or a leftover handle must not keep a finished command alive
 process.exit(code);
+
+/** Resolves once everything written to `stream` before this call has been handed to the OS. */
+function flushed(stream: NodeJS.WriteStream): Promise<void> {
+  return new Promise((resolve) => {
+    // a reader that went away (`| head`) takes no more: nothing is left to wait for
+    stream.once('error', () => resolve());
+    // writes complete in order: the callback of an empty write runs after every earlier one
+    stream.write('', () => resolve());
+  });
+}

@@ -4,6 +4,7 @@ import {
   leaseSkipDeadMany,
   withTransaction,
   type Executor,
+  type LeasedTable,
   type TaskStatus,
 } from '@leasehold/core';
 import type { TableName } from '../args.js';
@@ -29,8 +30,11 @@ class NothingChanged extends Error {
   }
 }
 
-// ids per statement, so one array parameter stays small
+// ids per statement, so one array parameter stays small; also the page `--all` reads at a time
 const CHUNK = 10_000;
+
+/** A table's ids to resolve, CHUNK at a time. */
+type IdChunks = (table: TableName, leased: LeasedTable<unknown>) => AsyncIterable<readonly string[]>;
 
 /**
  * `leasehold dead retry <ids|--all>` and `leasehold dead skip <ids>`. All or nothing: when any
@@ -47,8 +51,8 @@ export function deadResolveCommand(action: Action): CommandHandler {
     const reason = ctx.invocation.reason ?? `${userInfo().username} with the leasehold CLI`;
     try {
       const changed = await withTransaction(ctx.pool, async (trx) => {
-        const refs = typed ?? (await allDead(trx as Executor, tables, selected));
-        return resolve(trx as Executor, tables, action, refs, reason);
+        const chunks = typed === undefined ? deadChunks(trx as Executor, selected) : typedChunks(typed);
+        return resolve(trx as Executor, tables, action, chunks, reason);
       });
       report(ctx, action, changed, []);
       return EXIT_CODES.ok;
@@ -62,25 +66,44 @@ export function deadResolveCommand(action: Action): CommandHandler {
   };
 }
 
-async function allDead(trx: Executor, tables: LeasedTables, selected: readonly TableName[]): Promise<RowRef[]> {
-  const refs: RowRef[] = [];
-  for (const [table, leased] of tables.list) {
-    if (selected.includes(table)) refs.push(...(await deadIds(trx, leased)).map((id) => ({ table, id })));
-  }
-  return refs;
+/** The ids a person typed, per table. */
+function typedChunks(refs: readonly RowRef[]): IdChunks {
+  return async function* (table) {
+    const ids = refs.filter((r) => r.table === table).map((r) => r.id);
+    for (let i = 0; i < ids.length; i += CHUNK) yield ids.slice(i, i + CHUNK);
+  };
 }
 
-async function resolve(trx: Executor, tables: LeasedTables, action: Action, refs: readonly RowRef[], reason: string): Promise<RowRef[]> {
+/**
+ * Every dead row of the selected tables, read a page at a time in the command's transaction, each
+ * page resolved before the next is read: reading them all first held every id twice over, and
+ * spreading 150,000 of them into one push() overflowed the call stack, so `--all` failed just when
+ * an outage had killed the most rows. The pages go by id, so a row resolved here is never met again.
+ */
+function deadChunks(trx: Executor, selected: readonly TableName[]): IdChunks {
+  return async function* (table, leased) {
+    if (!selected.includes(table)) return;
+    let afterId: string | null = null;
+    for (;;) {
+      const ids = await deadIds(trx, leased, { afterId, limit: CHUNK });
+      if (ids.length > 0) yield ids;
+      if (ids.length < CHUNK) return;
+      afterId = ids[ids.length - 1]!;
+    }
+  };
+}
+
+async function resolve(trx: Executor, tables: LeasedTables, action: Action, chunks: IdChunks, reason: string): Promise<RowRef[]> {
   const changed: RowRef[] = [];
   const rejected: Rejected[] = [];
   // core's dead-letter statements, alike on both tables: the reason goes to the row's resolution column
   const statement = action === 'retry' ? leaseRetryDeadMany : leaseSkipDeadMany;
   for (const [table, leased] of tables.list) {
-    const ids = refs.filter((r) => r.table === table).map((r) => r.id);
-    for (let i = 0; i < ids.length; i += CHUNK) {
-      const result = await statement(trx, leased, ids.slice(i, i + CHUNK), reason);
-      changed.push(...result.changed.map((id) => ({ table, id })));
-      rejected.push(...result.rejected.map((r) => ({ ref: { table, id: r.id }, status: r.status })));
+    for await (const ids of chunks(table, leased)) {
+      const result = await statement(trx, leased, ids, reason);
+      // one push per row: the rows of every chunk together can be too many to spread as arguments
+      for (const id of result.changed) changed.push({ table, id });
+      for (const r of result.rejected) rejected.push({ ref: { table, id: r.id }, status: r.status });
     }
   }
   if (rejected.length > 0) throw new NothingChanged(rejected);

@@ -110,6 +110,10 @@ async function resolveDeadMany(
       FROM wanted AS w LEFT JOIN changed AS c ON c.id = w.id
       ORDER BY w.id
     `,
+    // planned per call, for its ids: prepared, a connection that ran it five times (a chunked
+    // retry of many dead rows in one transaction) switched to the generic plan, which guesses 10
+    // ids and joined 10,000 by nested loop, 14 s a chunk instead of 0.2 s
+    { prepare: false },
   );
   const changed: string[] = [];
   const rejected: { id: string; status: TaskStatus | null }[] = [];
