@@ -28,14 +28,15 @@ describe('an ordered drain', () => {
     await enqueueMany(t.pool, step, items);
 
     const sent: string[] = [];
-    class CountingClient extends pg.Client {
-      override query(...args: Parameters<pg.Client['query']>): ReturnType<pg.Client['query']> {
-        const first = args[0] as unknown;
+    const pool = new pg.Pool({ connectionString: t.url, max: 10 });
+    pool.on('connect', (client) => {
+      const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+      (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+        const first = args[0];
         sent.push(typeof first === 'string' ? first : ((first as { text?: string } | null)?.text ?? ''));
-        return (super.query as (...a: unknown[]) => ReturnType<pg.Client['query']>)(...args);
-      }
-    }
-    const pool = new pg.Pool({ connectionString: t.url, max: 10, Client: CountingClient });
+        return query(...args);
+      };
+    });
     try {
       const worker = track(createWorker({ pool, tasks: [step], concurrency: 8 }));
       const idle = nextEvent(worker, 'worker:idle', () => true, 60_000);
