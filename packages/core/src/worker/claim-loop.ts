@@ -102,8 +102,8 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>, rateWake: Rate
         flowBatch,
         readyOnly,
       });
-    // the claim saw every write of this worker only if none was under way when it was sent
-    const heldAtClaim = runner.inFlight;
+    // a claim sent while a write of a group's head is under way cannot see the group's next head
+    const settlingAtClaim = runner.settling;
     try {
       // the answer to a wake-up goes out on the connection that just delivered it (Listener.run)
       const result = await ((woken && readyOnly ? parts.listener?.run(claim) : undefined) ?? claim(parts.db));
@@ -129,11 +129,9 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>, rateWake: Rate
       parts.guard.disarm();
       continue; // there may be more waiting
     }
-    // Idle only when this empty claim began after the worker's last write had committed: one
-    // sent while a write of a group's head was under way could not see the next head yet. When
-    // the writes ended during the claim, claim once more, now that it can see what they freed.
-    if (claimed.length === 0 && runner.inFlight === 0 && heldAtClaim > 0) continue;
-    if (claimed.length === 0 && runner.inFlight === 0 && !idle) {
+    // so it says nothing of idleness; when those writes ended during it, claim once more now
+    if (claimed.length === 0 && settlingAtClaim > 0 && runner.settling === 0) continue;
+    if (claimed.length === 0 && runner.inFlight === 0 && settlingAtClaim === 0 && !idle) {
       idle = true;
       safeEmit(emitter, 'worker:idle', { owner: o.owner });
     }
