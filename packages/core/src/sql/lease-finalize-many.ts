@@ -83,9 +83,18 @@ async function lockParents(executor: Executor, table: LeasedTable<unknown>, pare
   );
 }
 
+/**
+ * Whether this write hands a group its next head: a grouped row going `done` (a row whose group is
+ * unknown, `groupKey` left out, may be one). The worker counts such writes under way
+ * (`TaskRunner.settling`): the next heads appear only as they commit.
+ */
+export function settlesGroup(item: Pick<FinalizeItem, 'transition' | 'groupKey'>): boolean {
+  return item.transition.to === 'done' && item.groupKey !== null;
+}
+
 /** Groups whose head some item may finish (goes `done`); looks up rows whose group is unknown. */
 async function finishingGroups(executor: Executor, table: LeasedTable<unknown>, items: readonly FinalizeItem[]): Promise<string[]> {
-  const finishing = items.filter((i) => i.transition.to === 'done' && i.groupKey !== null);
+  const finishing = items.filter(settlesGroup);
   const groups = finishing.flatMap((i) => (typeof i.groupKey === 'string' ? [i.groupKey] : []));
   const unknown = finishing.filter((i) => i.groupKey === undefined).map((i) => i.id);
   if (unknown.length > 0) {

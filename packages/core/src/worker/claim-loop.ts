@@ -129,7 +129,8 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>, rateWake: Rate
       parts.guard.disarm();
       continue; // there may be more waiting
     }
-    // so it says nothing of idleness; when those writes ended during it, claim once more now
+    // An empty claim sent while a write of a group's head was under way could not see the next
+    // head, so it says nothing of idleness; when those writes ended during it, claim once more
     if (claimed.length === 0 && settlingAtClaim > 0 && runner.settling === 0) continue;
     if (claimed.length === 0 && runner.inFlight === 0 && settlingAtClaim === 0 && !idle) {
       idle = true;

@@ -4,7 +4,7 @@ import { CancelledError, HandlerTimeoutError, isLeaseholdError, LeaseLostError, 
 import { classifyOutcome } from '../outcome.js';
 import type { LeaseToken } from '../primitives.js';
 import { leaseExtendMany, type ExtendItem } from '../sql/lease-extend-many.js';
-import type { FinalizeResult } from '../sql/lease-finalize-many.js';
+import { settlesGroup, type FinalizeResult } from '../sql/lease-finalize-many.js';
 import { tokenKey, type Claimed } from '../sql/lease-row.js';
 import { WorkerTelemetry, type TaskTelemetry } from '../telemetry/worker-telemetry.js';
 import { toDone, toReleased, type Transition } from '../transition.js';
@@ -368,7 +368,7 @@ export class TaskRunner<Row> {
     // a child task (core's task table) may wake its parent when it ends
     const parentId = (h.task as { readonly parentId?: string | null }).parentId ?? null;
     const item = { id: h.task.id, leaseVersion: h.task.leaseVersion, transition, groupKey: h.task.groupKey, parentId };
-    const settles = transition.to === 'done' && h.task.groupKey !== null;
+    const settles = settlesGroup(item);
     if (settles) this.#settling++;
     const written = (result: FinalizeResult | undefined, error?: Error): void => {
       if (settles) this.#settling--;
