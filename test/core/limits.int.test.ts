@@ -3,8 +3,8 @@
 // a retry, an expired lease. Concurrency across processes is limits-processes.int.test.ts's.
 import { sql } from 'kysely';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { defineLimit, defineTask, enqueueMany, taskTable, type LimitDefinition, type TaskDefinition } from '@leasehold/core';
-import { leaseClaim, leaseFinalizeMany, limitRegisterMany, toDone, toRetry } from '@leasehold/core/internal';
+import { defineLimit, defineTask, enqueueMany, limitList, taskTable, type LimitDefinition, type TaskDefinition } from '@leasehold/core';
+import { leaseClaim, leaseExtendMany, leaseFinalizeMany, limitRegisterMany, toDone, toRetry } from '@leasehold/core/internal';
 import { useTestDatabase } from '../fixtures.js';
 
 const t = useTestDatabase();
@@ -78,6 +78,30 @@ describe('a concurrency limit', () => {
     // the stale holder is refused by the fence and frees nothing
     expect((await finish([crashed!]))[0]!.won).toBe(false);
     expect((await claimUnder(['api'])).claimed).toHaveLength(0);
+  });
+
+  it('a stalled worker whose heartbeat extends its expired lease holds its slot again', async () => {
+    // the lease expires, so a claim of the limit's other type takes its slot and writes the
+    // bookkeeping; then the stalled worker's heartbeat wins (nobody took its row over): both
+    // run, and the limit's room is what that leaves, none
+    const limit = defineLimit('api', { concurrency: 2 });
+    const stalled = taskUnder('call-a', limit);
+    const other = taskUnder('call-b', limit);
+    await register(limit, ['call-a', 'call-b']);
+    await enqueueMany(t.pool, stalled, items(1));
+    await enqueueMany(t.pool, other, items(3));
+    const [held] = (await leaseClaim(t.pool, table, { owner: 'slow', batch: 1, leaseMs: 60_000, names: ['call-a'], flows: ['api'] })).claimed;
+    await sql`UPDATE leasehold.task SET lease_until = now() - interval '1 s' WHERE id = ${held!.id}`.execute(t.db);
+    const second = await leaseClaim(t.pool, table, { owner: 'test', batch: 1, leaseMs: 60_000, names: ['call-b'], flows: ['api'] });
+    expect(second.claimed.map((c) => c.name)).toEqual(['call-b']);
+    const extended = await leaseExtendMany(t.pool, table, [{ id: held!.id, leaseVersion: held!.leaseVersion, leaseMs: 60_000 }]);
+    expect(extended.size).toBe(1);
+    expect((await claimUnder(['api'])).claimed).toHaveLength(0);
+    const [running] = await limitList(t.pool);
+    expect(running!.running).toBe(2);
+    // and it frees its slot when it finishes, as any holder does
+    await finish([held!]);
+    expect((await claimUnder(['api'])).claimed.map((c) => c.name)).toEqual(['call-b']);
   });
 
   it('a worker that runs some of a limit\'s task types takes its own, within the shared bound', async () => {

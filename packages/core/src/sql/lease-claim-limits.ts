@@ -80,15 +80,24 @@ export function limitClaimCtes(p: LimitClaimParts): RawBuilder<unknown> {
         -- read once every lock is granted: each claim of a limit stamps its starts no earlier than
         -- the claim before it, so the sliding window counts every start it must
         SELECT date_part('epoch', clock_timestamp()) * 1000 AS at FROM (SELECT count(*) FROM flow_limits) AS locked
+      ), flow_listed AS (
+        -- each listed lease, by its row: whether its claim committed after this statement's
+        -- snapshot (the row still shows an older version here), and whether it is still processing
+        -- under that version, and running
+        -- (one primary-key lookup per entry, whatever the planner guesses)
+        SELECT l.name AS flow, h.id, h.version, h.key, s.later, s.open, s.running
+        FROM flow_limits AS l CROSS JOIN LATERAL unnest(l.holder_ids, l.holder_versions, l.holder_keys) AS h(id, version, key)
+        CROSS JOIN LATERAL (
+          SELECT r.lease_version < h.version AS later,
+                 r.lease_version = h.version AND r.status = 'processing' AS open,
+                 r.lease_version = h.version AND r.status = 'processing' AND r.lease_until >= now() AS running
+          FROM ${t} AS r WHERE r.id = h.id
+        ) AS s
       ), flow_holders AS (
         -- the slots held now: a lease still running, or one whose claim committed after this
-        -- statement's snapshot (its row still shows an older version here). A finished row, an
-        -- expired lease and a lease taken over since hold none.
-        -- (a scalar subquery per holder: one primary-key lookup each, whatever the planner guesses)
-        SELECT l.name AS flow, h.id, h.version, h.key
-        FROM flow_limits AS l CROSS JOIN LATERAL unnest(l.holder_ids, l.holder_versions, l.holder_keys) AS h(id, version, key)
-        WHERE (SELECT r.lease_version < h.version OR (r.lease_version = h.version AND r.status = 'processing' AND r.lease_until >= now())
-               FROM ${t} AS r WHERE r.id = h.id)
+        -- statement's snapshot. A finished row, an expired lease and a lease taken over since hold
+        -- none (an expired one stays listed, see limitWriteCtes)
+        SELECT flow, id, version, key FROM flow_listed WHERE later OR running
       ), flow_starts AS (
         -- starts still inside a window: of the limit's rate, or of its per-key rate
         SELECT l.name AS flow, s.at, s.key,
@@ -241,7 +250,10 @@ export function limitWriteCtes(p: Pick<LimitClaimParts, 'table'>): RawBuilder<un
           SELECT coalesce(array_agg(u.id ORDER BY u.id), '{}') AS ids,
                  coalesce(array_agg(u.version ORDER BY u.id), '{}') AS versions,
                  coalesce(array_agg(u.key ORDER BY u.id), '{}') AS keys
-          FROM (SELECT h.id, h.version, h.key FROM flow_holders AS h WHERE h.flow = fl.name
+          -- every lease not over: an expired one whose worker's heartbeat extends it again holds
+          -- its slot again, so it stays listed until it ends or this claim takes it over
+          FROM (SELECT h.id, h.version, h.key FROM flow_listed AS h
+                WHERE h.flow = fl.name AND (h.later OR h.open) AND h.id NOT IN (SELECT id FROM claimed)
                 UNION ALL
                 SELECT cl.id, cl.lease_version, cl.flow_key FROM claimed AS cl WHERE cl.flow = fl.name) AS u
         ) AS hold
