@@ -24,3 +24,17 @@ export function otel(): Promise<Otel | null> {
 export function otelNow(): Otel | null | undefined {
   return loaded;
 }
+
+// where every copy of the API of major version 1 keeps what was registered through it
+const GLOBAL_KEY = Symbol.for('opentelemetry.js.api.1');
+
+/**
+ * Whether a tracer or meter provider is registered with the OpenTelemetry API, read from the
+ * API's global registration without importing it: a worker without an SDK then never loads the
+ * package (some 30 ms of CPU at start, most of it compiling its modules).
+ * @internal
+ */
+export function otelProviderRegistered(): boolean {
+  const registered = (globalThis as Record<symbol, { trace?: unknown; metrics?: unknown } | undefined>)[GLOBAL_KEY];
+  return registered?.trace !== undefined || registered?.metrics !== undefined;
+}

@@ -7,7 +7,7 @@ import type { Claimed } from '../sql/lease-row.js';
 import type { TaskStatus } from '../task-status.js';
 import type { Transition } from '../transition.js';
 import { ATTR, MESSAGING_SYSTEM } from './attributes.js';
-import { otel, type Otel } from './otel-api.js';
+import { otel, otelProviderRegistered, type Otel } from './otel-api.js';
 
 /** How a worker's spans and metrics name its rows (see docs/observability.md). */
 export interface TelemetryNaming<Row> {
@@ -66,6 +66,7 @@ export class WorkerTelemetry<Row> {
 
   /** The worker's instrumentation, or undefined without the API or without an SDK. */
   static async load<Row>(table: LeasedTable<Row>, naming: TelemetryNaming<Row>): Promise<WorkerTelemetry<Row> | undefined> {
+    if (!otelProviderRegistered()) return undefined;
     const api = await otel();
     if (api === null) return undefined;
     const tracer = tracerRegistered(api) ? api.trace.getTracer('leasehold') : undefined;

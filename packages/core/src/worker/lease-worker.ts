@@ -164,7 +164,7 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
     try {
       await this.#checkDatabase();
       // with an OpenTelemetry SDK registered, every task claimed from now on is instrumented
-      await this.#runner.telemetryLoaded;
+      await this.#runner.loadTelemetry();
       if (this.#state !== 'running') return; // stop() began meanwhile, and cleans up
       await this.#registerLimits();
     } catch (error) {

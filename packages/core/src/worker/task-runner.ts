@@ -95,18 +95,22 @@ export class TaskRunner<Row> {
   #settling = 0;
   #drained: (() => void)[] = [];
   #tel: WorkerTelemetry<Row> | undefined;
-  /**
-   * Settles once the OpenTelemetry instrumentation is loaded (when an SDK is registered; the
-   * optional API is imported lazily). `start()` awaits it before the first claim.
-   */
-  readonly telemetryLoaded: Promise<void>;
 
   constructor(parts: TaskRunnerParts<Row>) {
     this.#p = parts;
-    this.telemetryLoaded = WorkerTelemetry.load(parts.options.table, parts.options.telemetry).then(
-      (tel) => void (this.#tel = tel),
-      (error: unknown) => parts.onError(toError(error)), // the SDK refused an instrument: run without
-    );
+  }
+
+  /**
+   * Loads the OpenTelemetry instrumentation when an SDK is registered now (the optional API is
+   * imported only then). `start()` awaits it before the first claim.
+   */
+  async loadTelemetry(): Promise<void> {
+    const { options, onError } = this.#p;
+    try {
+      this.#tel = await WorkerTelemetry.load(options.table, options.telemetry);
+    } catch (error) {
+      onError(toError(error)); // the SDK refused an instrument: run without
+    }
   }
 
   /** Tasks held now (buffered, running, or being finalized). */

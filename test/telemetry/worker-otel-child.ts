@@ -1,0 +1,20 @@
+// A worker process for worker-otel-load.int.test.ts: starts a worker on the task table (after
+// registering the tracing SDK between createWorker and start when asked), runs one task, and
+// prints what it saw as JSON: whether the OpenTelemetry API was loaded, and the spans finished.
+import { createRequire } from 'node:module';
+import pg from 'pg';
+import { createWorker, defineTask } from '@leasehold/core';
+
+const [url, mode] = process.argv.slice(2) as [string, 'none' | 'sdk-before-start'];
+const loaded = () => Object.keys(createRequire(import.meta.url).cache).some((path) => path.includes('@opentelemetry/api'));
+const pool = new pg.Pool({ connectionString: url, max: 4 });
+let done!: () => void;
+const handled = new Promise<void>((resolve) => (done = resolve));
+const task = defineTask<{ n: number }>('otel-probe', { handler: () => done() });
+const worker = createWorker({ pool, tasks: [task], logger: null });
+const exporter = mode === 'sdk-before-start' ? (await import('./otel-sdk.js')).registerTracing() : undefined;
+await worker.start();
+await handled;
+await worker.stop();
+await pool.end();
+process.stdout.write(`${JSON.stringify({ apiLoaded: loaded(), spans: exporter?.getFinishedSpans().map((s) => s.name) ?? [] })}\n`);
