@@ -22,7 +22,8 @@ export type FinalizeDone = (result: FinalizeResult | undefined, error?: Error) =
  * Writes fenced finalizes in batches: while one statement is in flight, the next completions
  * queue up and go out together in the following one, each still checked against its own
  * `lease_version`. Under load that is one statement for many tasks; when idle, a completion
- * goes out at once with no added wait.
+ * goes out at once with no added wait. When the worker has nothing left to run ({@link hurry}),
+ * what is queued goes out beside the statement in flight rather than after it.
  */
 export class Finalizer {
   readonly #pool: Executor & TransactionSource;
@@ -30,6 +31,10 @@ export class Finalizer {
   readonly #onError: (error: Error) => void;
   #queue: Pending[] = [];
   #flushing: Promise<void> | undefined;
+  /** Whether a statement of {@link #drain} is in flight (not merely about to be sent). */
+  #writing = false;
+  /** A batch sent by {@link hurry} beside the drain's statement. */
+  #hurried: Promise<void> | undefined;
   /** Aborted by {@link abandon}: no retry waits or starts after it. */
   readonly #abandoned = new AbortController();
 
@@ -64,9 +69,22 @@ export class Finalizer {
     );
   }
 
+  /**
+   * The worker has no task left to run or start: the queued finalizes go out now, beside the
+   * statement in flight, instead of waiting for it (a drain's last completions, and the next head
+   * of an ordered group, then wait one statement less). At most one such batch at a time; under
+   * load the buffer is never empty, so this adds no statements there.
+   */
+  hurry(): void {
+    if (!this.#writing || this.#hurried !== undefined || this.#queue.length === 0 || this.#abandoned.signal.aborted) return;
+    const batch = this.#queue;
+    this.#queue = [];
+    this.#hurried = this.#writeBatch(batch).finally(() => (this.#hurried = undefined));
+  }
+
   /** Resolves once everything submitted so far is written (or has failed for good). */
   async idle(): Promise<void> {
-    while (this.#flushing) await this.#flushing;
+    while (this.#flushing || this.#hurried) await Promise.all([this.#flushing, this.#hurried]);
   }
 
   /**
@@ -94,21 +112,31 @@ export class Finalizer {
       while (this.#queue.length > 0) {
         const batch = this.#queue;
         this.#queue = [];
+        this.#writing = true;
         try {
-          const items = batch.map((p) => p.item);
-          let retried = false;
-          const results = await this.#retrying(
-            () => leaseFinalizeMany(this.#pool, this.#table, items),
-            () => (retried = true),
-          );
-          const settled = retried ? await this.#recheck(items, results) : results;
-          settled.forEach((result, i) => this.#tell(batch[i]!, result));
-        } catch (error) {
-          for (const p of batch) this.#tell(p, undefined, toError(error));
+          await this.#writeBatch(batch);
+        } finally {
+          this.#writing = false;
         }
       }
     } finally {
       this.#flushing = undefined;
+    }
+  }
+
+  /** Writes one batch and tells each of its tasks how it ended. Never throws. */
+  async #writeBatch(batch: readonly Pending[]): Promise<void> {
+    try {
+      const items = batch.map((p) => p.item);
+      let retried = false;
+      const results = await this.#retrying(
+        () => leaseFinalizeMany(this.#pool, this.#table, items),
+        () => (retried = true),
+      );
+      const settled = retried ? await this.#recheck(items, results) : results;
+      settled.forEach((result, i) => this.#tell(batch[i]!, result));
+    } catch (error) {
+      for (const p of batch) this.#tell(p, undefined, toError(error));
     }
   }
 

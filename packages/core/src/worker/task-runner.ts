@@ -393,6 +393,8 @@ export class TaskRunner<Row> {
       this.#p.finalizer.submitWithHooks(item, h.hooks).then(written, (error: unknown) => written(undefined, toError(error)));
     } else {
       this.#p.finalizer.enqueue(item, written);
+      // nothing left to run here: this write need not wait behind the one in flight
+      if (this.#handlers === 0 && this.#next >= this.#buffer.length) this.#p.finalizer.hurry();
     }
   }
 
