@@ -75,6 +75,7 @@ export function createWorker(options: WorkerOptions): Worker {
       : (owner: string) => createScheduler({ pool: options.pool, schedules, schema, owner, logger: options.logger });
   const definition = (task: Claimed<TaskRow>) => byName.get(task.name)!;
   const pool = options.pool;
+  const lease = Math.max(...[...byName.values()].map((d) => d.settings.leaseMs));
 
   return new TaskWorker({
     ...runtime,
@@ -82,8 +83,10 @@ export function createWorker(options: WorkerOptions): Worker {
     names: [...byName.keys()],
     // recorded at start(); the claim keeps the tasks within them
     limits: limitDeclarations([...byName.values()]),
-    lease: Math.max(...[...byName.values()].map((d) => d.settings.leaseMs)),
-    leaseMsByName: new Map([...byName].map(([name, d]) => [name, d.settings.leaseMs])),
+    lease,
+    // only the tasks whose lease differs from the worker's: with none, the claim sets one lease
+    // for every row instead of looking each row's name up
+    leaseMsByName: new Map([...byName].filter(([, d]) => d.settings.leaseMs !== lease).map(([name, d]) => [name, d.settings.leaseMs])),
     settingsFor: (task) => definition(task).settings,
     // start() refuses a schema that core's migrate() has not brought up to date
     migrationLines: [CORE_MIGRATION_LINE],
