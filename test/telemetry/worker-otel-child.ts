@@ -7,6 +7,8 @@ import { createWorker, defineTask } from '@leasehold/core';
 
 const [url, mode] = process.argv.slice(2) as [string, 'none' | 'sdk-before-start'];
 const loaded = () => Object.keys(createRequire(import.meta.url).cache).some((path) => path.includes('@opentelemetry/api'));
+// a hang guard: the test sees exit code 2 rather than waiting on a child that never finishes
+setTimeout(() => process.exit(2), 30_000).unref();
 const pool = new pg.Pool({ connectionString: url, max: 4 });
 let done!: () => void;
 const handled = new Promise<void>((resolve) => (done = resolve));
