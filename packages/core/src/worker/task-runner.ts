@@ -394,7 +394,7 @@ export class TaskRunner<Row> {
     } else {
       this.#p.finalizer.enqueue(item, written);
       // nothing left to run here: this write need not wait behind the one in flight
-      if (this.#handlers === 0 && this.#next >= this.#buffer.length) this.#p.finalizer.hurry();
+      if (this.#handlers === 0 && this.buffered === 0) this.#p.finalizer.hurry();
     }
   }
 
