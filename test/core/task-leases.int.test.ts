@@ -22,34 +22,34 @@ async function leaseSeconds(n: number): Promise<Record<string, number>> {
   return Object.fromEntries(rows.map((r) => [r.name, r.s]));
 }
 
-describe('task leases in one worker', () => {
-  it('each task type\'s rows get its own lease', async () => {
-    const running = gate();
-    const short = defineTask<{ n: number }>('short-lease', { lease: '5s', handler: () => running.wait });
-    const long = defineTask<{ n: number }>('long-lease', { lease: '10m', handler: () => running.wait });
-    await enqueue(t.pool, short, { n: 1 });
-    await enqueue(t.pool, long, { n: 2 });
-    const worker = track(createWorker({ pool: t.pool, tasks: [short, long], logger: null }));
-    await worker.start();
-    const s = await leaseSeconds(2);
-    expect(s['short-lease']).toBeLessThan(60);
-    expect(s['long-lease']).toBeGreaterThan(300);
+/**
+ * One worker runs one task of each `[name, lease]` and holds them running; returns the seconds
+ * each row's lease_until is ahead of now, by name.
+ */
+async function leasesOfOneWorker(leases: readonly (readonly [string, string])[]): Promise<Record<string, number>> {
+  const running = gate();
+  const tasks = leases.map(([name, lease]) => defineTask<{ n: number }>(name, { lease, handler: () => running.wait }));
+  for (const [n, task] of tasks.entries()) await enqueue(t.pool, task, { n });
+  const worker = track(createWorker({ pool: t.pool, tasks, logger: null }));
+  await worker.start();
+  try {
+    return await leaseSeconds(tasks.length);
+  } finally {
     running.open();
     await worker.stop();
+  }
+}
+
+describe('task leases in one worker', () => {
+  it('each task type\'s rows get its own lease', async () => {
+    const s = await leasesOfOneWorker([['short-lease', '5s'], ['long-lease', '10m']]);
+    expect(s['short-lease']).toBeLessThan(60);
+    expect(s['long-lease']).toBeGreaterThan(300);
   });
 
   it('tasks that share a lease get it', async () => {
-    const running = gate();
-    const a = defineTask<{ n: number }>('same-a', { lease: '10m', handler: () => running.wait });
-    const b = defineTask<{ n: number }>('same-b', { lease: '10m', handler: () => running.wait });
-    await enqueue(t.pool, a, { n: 1 });
-    await enqueue(t.pool, b, { n: 2 });
-    const worker = track(createWorker({ pool: t.pool, tasks: [a, b], logger: null }));
-    await worker.start();
-    const s = await leaseSeconds(2);
+    const s = await leasesOfOneWorker([['same-a', '10m'], ['same-b', '10m']]);
     expect(s['same-a']).toBeGreaterThan(300);
     expect(s['same-b']).toBeGreaterThan(300);
-    running.open();
-    await worker.stop();
   });
 });
