@@ -5,7 +5,7 @@ import type { Claimed } from '../sql/lease-row.js';
 import { taskCheckpoint } from '../sql/task-checkpoint.js';
 import type { PgPoolLike } from '../sql/transaction.js';
 import { CORE_MIGRATION_LINE } from '../worker/core-migration-line.js';
-import { runnerControl, type HandlerContext } from '../worker/handler-context.js';
+import type { HandlerContext } from '../worker/handler-context.js';
 import { WorkflowRun } from '../workflow/workflow-run.js';
 import { recordedJson } from '../workflow/json-value.js';
 import type { TransactionSource } from '../sql/transaction.js';
@@ -21,7 +21,6 @@ import { TaskWorker } from './task-worker.js';
 import type { LeaseWorkerOptions } from '../worker/lease-worker-options.js';
 import type { TaskContext, TaskDefinition } from './define-task.js';
 import { prepareInserts, validatePayload } from './enqueue.js';
-import { isPromiseLike } from '../promise-like.js';
 
 /**
  * The worker runtime's options a typed-task worker passes through as they are.
@@ -41,6 +40,8 @@ export type WorkerOptions = Pick<LeaseWorkerOptions<TaskRow>, RuntimeOptions> & 
    */
   schedules?: readonly ScheduleDefinition<unknown>[];
 };
+
+type WorkerRuntime = LeaseWorkerOptions<TaskRow>;
 
 /** A worker for typed tasks; see {@link LeaseWorker} for its lifecycle and events. */
 export type Worker = LeaseWorker<TaskRow>;
@@ -97,19 +98,16 @@ export function createWorker(options: WorkerOptions): Worker {
       carrier: (task) => (task.traceparent === null ? undefined : task),
       availableAtMs: (task) => task.availableAt.getTime(),
     },
-    // not async: a handler that returns at once costs no promise (see TaskRunner)
-    handle: (task, ctx) => {
+    // not async: a handler that returns at once costs no promise (see TaskRunner); what it
+    // returns (or resolves to) is kept by `result` below
+    handle: ((task, ctx) => {
       const def = definition(task);
       // an invalid payload throws PayloadValidationError: the task goes dead with the message
       const payload = validatePayload(def, task.payload);
-      const returned = def.handler(payload, new Context(pool, table, task, ctx, schema));
-      // not JSON: a PermanentError before anything is written (retrying returns the same)
-      const keep = (result: unknown): void => {
-        if (result !== undefined) runnerControl(ctx)?.result(recordedJson(result, `the result of task "${def.name}"`));
-      };
-      if (isPromiseLike(returned)) return Promise.resolve(returned).then(keep);
-      keep(returned);
-    },
+      return def.handler(payload, new Context(pool, table, task, ctx, schema));
+    }) as WorkerRuntime['handle'],
+    // not JSON: a PermanentError before anything is written (retrying returns the same)
+    result: (value, task) => recordedJson(value, `the result of task "${task.name}"`),
   }, scheduler);
 }
 

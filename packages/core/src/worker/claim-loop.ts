@@ -123,7 +123,7 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>, rateWake: Rate
       continue;
     }
     if (claimed.length > 0) idle = false;
-    for (const task of claimed) runner.accept(task);
+    runner.acceptAll(claimed);
     // a full batch, or rows under a limit that just became due (the next claim can take them)
     if (claimed.length === want || promoted > 0) {
       parts.guard.disarm();

@@ -9,14 +9,14 @@ import { withTransaction, type TransactionHandle, type TransactionSource } from 
 /** Work that must commit together with a task's fenced completion (follow-up tasks). */
 export type CommitHook = (trx: TransactionHandle) => Promise<void>;
 
-interface Pending {
-  readonly item: FinalizeItem;
-  /** Called once: with the result, or with the error the write failed with. */
-  readonly done: FinalizeDone;
+/**
+ * A fenced finalize to queue, told how it ended. An interface the worker's own per-task object
+ * implements, rather than an item and a callback made per task: this runs for every task.
+ */
+export interface QueuedWrite extends FinalizeItem {
+  /** Called once: with the result, or with `error` when the write failed for good. Must not throw. */
+  finalized(result: FinalizeResult | undefined, error?: Error): void;
 }
-
-/** Told how a queued finalize ended: `result`, or `error` when the write failed for good. Must not throw. */
-export type FinalizeDone = (result: FinalizeResult | undefined, error?: Error) => void;
 
 /**
  * Writes fenced finalizes in batches: while one statement is in flight, the next completions
@@ -29,7 +29,7 @@ export class Finalizer {
   readonly #pool: Executor & TransactionSource;
   readonly #table: LeasedTable<unknown>;
   readonly #onError: (error: Error) => void;
-  #queue: Pending[] = [];
+  #queue: QueuedWrite[] = [];
   #flushing: Promise<void> | undefined;
   /** Whether a statement of {@link #drain} is in flight (not merely about to be sent). */
   #writing = false;
@@ -45,12 +45,12 @@ export class Finalizer {
   }
 
   /**
-   * Queues one fenced finalize; `done` hears whether the fence let it through. A callback, not
-   * a promise: this runs once per task, and the caller needs nothing more than the one call.
+   * Queues one fenced finalize; its `finalized` hears whether the fence let it through. Not a
+   * promise: this runs once per task, and the caller needs nothing more than the one call.
    */
-  enqueue(item: FinalizeItem, done: FinalizeDone): void {
-    if (this.#abandoned.signal.aborted) return done(undefined, new ShutdownError());
-    this.#queue.push({ item, done });
+  enqueue(write: QueuedWrite): void {
+    if (this.#abandoned.signal.aborted) return write.finalized(undefined, new ShutdownError());
+    this.#queue.push(write);
     this.#flushing ??= this.#drain();
   }
 
@@ -97,9 +97,9 @@ export class Finalizer {
   }
 
   // a callback that throws (it must not) is reported; it must not fail the rest of its batch
-  #tell(p: Pending, result: FinalizeResult | undefined, error?: Error): void {
+  #tell(write: QueuedWrite, result: FinalizeResult | undefined, error?: Error): void {
     try {
-      p.done(result, error);
+      write.finalized(result, error);
     } catch (thrown) {
       this.#onError(toError(thrown));
     }
@@ -125,16 +125,15 @@ export class Finalizer {
   }
 
   /** Writes one batch and tells each of its tasks how it ended. Never throws. */
-  async #writeBatch(batch: readonly Pending[]): Promise<void> {
+  async #writeBatch(batch: readonly QueuedWrite[]): Promise<void> {
     try {
-      const items = batch.map((p) => p.item);
       let retried = false;
       const results = await this.#retrying(
-        () => leaseFinalizeMany(this.#pool, this.#table, items),
+        () => leaseFinalizeMany(this.#pool, this.#table, batch),
         () => (retried = true),
       );
-      const settled = retried ? await this.#recheck(items, results) : results;
-      settled.forEach((result, i) => this.#tell(batch[i]!, result));
+      const settled = retried ? await this.#recheck(batch, results) : results;
+      for (let i = 0; i < batch.length; i++) this.#tell(batch[i]!, settled[i]);
     } catch (error) {
       for (const p of batch) this.#tell(p, undefined, toError(error));
     }

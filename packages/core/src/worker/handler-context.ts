@@ -29,8 +29,6 @@ export const RUNNER_CONTROL: unique symbol = Symbol('leasehold.runner-control');
 
 /** @internal */
 export interface RunnerControl {
-  /** The handler's result, as JSON text, to store with its fenced `done`. */
-  result(json: string | null): void;
   /**
    * The run parked (its row is `waiting` or was handed back as `pending`, written already): the
    * handler's signal fires with `reason`, nothing more is written for this run.

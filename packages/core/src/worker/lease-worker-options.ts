@@ -27,13 +27,20 @@ export interface LeaseWorkerOptions<Row> extends RunOptions {
   table: LeasedTable<Row>;
   /** Runs one claimed row; what it throws (or its promise rejects with) decides the outcome. */
   handle: (task: Claimed<Row>, ctx: HandlerContext) => Promise<void> | void;
+  /**
+   * What a handler's return value (or its promise's) stores with the row's `done`, as JSON
+   * text, or null for nothing; a throw fails the run as a throw of the handler would.
+   * `createWorker` passes its typed tasks' rule. @defaultValue none: nothing is stored
+   * @internal for leasehold's own packages
+   */
+  result?: (value: unknown, task: Claimed<Row>) => string | null;
   /** Recorded as `lease_owner`. @defaultValue `<hostname>:<pid>:<random>` */
   owner?: string;
   /** Most handlers running at once. @defaultValue 8 */
   concurrency?: number;
   /**
    * Most rows per claim statement. For experts: left out, the worker sizes its claims itself
-   * (powers of two up to 256, as many as its slots and buffer have room for).
+   * (powers of two up to 1,024, as many as its slots and buffer have room for).
    * @defaultValue sized by the worker
    */
   batch?: number;
@@ -99,6 +106,7 @@ export interface NormalizedLeaseWorkerOptions<Row> {
   readonly pool: PgPoolLike;
   readonly table: LeasedTable<Row>;
   readonly handle: LeaseWorkerOptions<Row>['handle'];
+  readonly result: LeaseWorkerOptions<Row>['result'];
   readonly owner: string;
   readonly concurrency: number;
   /** Undefined: sized by the worker (see `ClaimSizing`). */
@@ -146,6 +154,7 @@ export function normalizeLeaseWorkerOptions<Row>(options: LeaseWorkerOptions<Row
     pool: options.pool,
     table: options.table,
     handle: options.handle,
+    result: options.result,
     owner,
     concurrency,
     batch,

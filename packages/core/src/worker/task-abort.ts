@@ -9,8 +9,6 @@ export class TaskAbort {
   #controller: AbortController | undefined;
   #aborted = false;
   #reason: unknown;
-  /** Called once on abort: the worker stops waiting for the handler. */
-  onAbort: ((reason: unknown) => void) | undefined;
 
   get aborted(): boolean {
     return this.#aborted;
@@ -35,8 +33,12 @@ export class TaskAbort {
     this.#aborted = true;
     this.#reason = reason;
     this.#controller?.abort(reason);
-    const onAbort = this.onAbort;
-    this.onAbort = undefined;
-    onAbort?.(reason);
+    this.onAborted(reason);
   }
+
+  /**
+   * Called once, after the abort: the worker stops waiting for the handler. A method rather than
+   * a callback set per task: this object is made for every task a worker claims.
+   */
+  protected onAborted(_reason: unknown): void {}
 }

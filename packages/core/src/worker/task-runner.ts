@@ -1,7 +1,7 @@
 import type { EventEmitter } from 'eventemitter3';
 import { parseDuration, type Duration } from '../duration.js';
 import { CancelledError, HandlerTimeoutError, isLeaseholdError, LeaseLostError, ShutdownError, toError } from '../errors.js';
-import { classifyOutcome } from '../outcome.js';
+import { classifyOutcome, type Outcome } from '../outcome.js';
 import type { LeaseToken } from '../primitives.js';
 import { leaseExtendMany, type ExtendItem } from '../sql/lease-extend-many.js';
 import { settlesGroup, type FinalizeResult } from '../sql/lease-finalize-many.js';
@@ -10,7 +10,7 @@ import { WorkerTelemetry, type TaskTelemetry } from '../telemetry/worker-telemet
 import { toDone, toReleased, type Transition } from '../transition.js';
 import { transitionFor } from '../transition-for.js';
 import { listened, safeEmit, type WorkerEventMap } from './events.js';
-import type { CommitHook, Finalizer } from './finalizer.js';
+import type { CommitHook, Finalizer, QueuedWrite } from './finalizer.js';
 import { RUNNER_CONTROL, type HandlerContext, type RunnerControl } from './handler-context.js';
 import type { NormalizedLeaseWorkerOptions } from './lease-worker-options.js';
 import { emitOutcome } from './outcome-event.js';
@@ -20,13 +20,28 @@ import type { TrackedPool } from './tracked-pool.js';
 import type { WorkerLog } from './worker-log.js';
 import { isPromiseLike } from '../promise-like.js';
 
-/** One claimed task, from its claim to its fenced write. */
-class Held<Row> {
-  /** `id@lease_version`, the key the runner holds it under. */
-  readonly key: string;
-  readonly abort = new TaskAbort();
+/**
+ * One claimed task, from its claim to its fenced write: its abort (see {@link TaskAbort}) and, once
+ * the handler is done, the fenced write the finalizer queues ({@link QueuedWrite}). One object per
+ * task, reporting back to its runner through methods rather than closures made per task.
+ */
+class Held<Row> extends TaskAbort implements QueuedWrite {
+  readonly id: string;
+  readonly leaseVersion: number;
+  readonly groupKey: string | null;
+  /** A child task (core's task table) may wake its parent when it ends. */
+  readonly parentId: string | null;
+  /** What the fenced write writes; set when the handler is done. */
+  transition: Transition = DONE;
+  /** What the handler's end was classified as ({@link RELEASED}: given back by a stopping worker). */
+  outcome: Outcome | typeof RELEASED = SUCCESS;
+  /** The write hands the task's group its next head (see {@link TaskRunner.settling}). */
+  settles = false;
   hooks: CommitHook[] | undefined;
-  startedAt = 0;
+  /** When the handler started (performance.now()); NaN, a double, until then: a field that starts as a small integer and then holds a double deoptimizes the code that wrote it. */
+  startedAt = Number.NaN;
+  /** The handler is running: an abort ends the wait for it. */
+  waiting = false;
   /** The handler is done and its fenced write is under way: that write's result decides. */
   writing = false;
   /** Its span and figures, when an OpenTelemetry SDK is registered. */
@@ -43,12 +58,36 @@ class Held<Row> {
   over = false;
 
   constructor(
+    readonly runner: TaskRunner<Row>,
     readonly task: Claimed<Row>,
     readonly settings: RunSettings,
   ) {
-    this.key = tokenKey(task);
+    super();
+    this.id = task.id;
+    this.leaseVersion = task.leaseVersion;
+    this.groupKey = task.groupKey;
+    this.parentId = (task as { readonly parentId?: string | null }).parentId ?? null;
+  }
+
+  /** Is this the claim that `token` names? */
+  holds(token: LeaseToken): boolean {
+    return this.id === String(token.id) && this.leaseVersion === Number(token.leaseVersion);
+  }
+
+  protected override onAborted(reason: unknown): void {
+    // deferred a microtask: whoever aborts finishes its own work (reporting a lost lease, say) first
+    if (this.waiting) queueMicrotask(() => this.runner.handlerAborted(this, reason));
+  }
+
+  finalized(result: FinalizeResult | undefined, error?: Error): void {
+    this.runner.finalized(this, result, error);
   }
 }
+
+/** A task a stopping worker gave back (its outcome, for the write's report). */
+const RELEASED = Symbol('released');
+const SUCCESS: Outcome = Object.freeze({ kind: 'success' });
+const DONE = toDone();
 
 /** What a {@link TaskRunner} works with; all of it belongs to its worker. */
 export interface TaskRunnerParts<Row> {
@@ -77,11 +116,11 @@ export interface TaskRunnerParts<Row> {
 export class TaskRunner<Row> {
   readonly #p: TaskRunnerParts<Row>;
   /**
-   * Claimed and not yet finalized: buffered, running or being written. Keyed by id and token:
-   * the same id may be claimed again (by this worker) while its previous claim is still
-   * being written, and the two must not be confused.
+   * Claimed and not yet finalized: buffered, running or being written. The same id may be
+   * claimed again (by this worker) while its previous claim is still being written: a lookup
+   * by token ({@link #find}) tells the two apart.
    */
-  readonly #held = new Map<string, Held<Row>>();
+  readonly #held = new Set<Held<Row>>();
   /** Claimed, waiting for a free slot. */
   #buffer: Held<Row>[] = [];
   /** Where the buffer's next task is (the buffer is consumed from the front). */
@@ -143,17 +182,23 @@ export class TaskRunner<Row> {
 
   /** The claimed tasks held now. */
   tasks(): Claimed<Row>[] {
-    return [...this.#held.values()].map((h) => h.task);
+    return [...this.#held].map((h) => h.task);
   }
 
   /** The leases the heartbeat extends: every task held, each by its own lease. */
   leases(): ExtendItem[] {
-    return [...this.#held.values()].map((h) => ({ id: h.task.id, leaseVersion: h.task.leaseVersion, leaseMs: h.settings.leaseMs }));
+    return [...this.#held].map((h) => ({ id: h.id, leaseVersion: h.leaseVersion, leaseMs: h.settings.leaseMs }));
+  }
+
+  // A linear search: only a lost lease or a cancel looks a task up, never the path of every task.
+  #find(token: LeaseToken): Held<Row> | undefined {
+    for (const h of this.#held) if (h.holds(token)) return h;
+    return undefined;
   }
 
   /** The heartbeat could not extend this lease; `cancelled`: because `cancelTask` ended the task. */
   heartbeatLost(token: LeaseToken, cancelled = false): void {
-    const h = this.#held.get(tokenKey(token));
+    const h = this.#find(token);
     // a tick that raced a task's own fenced write is no news: the write reports the truth
     if (h === undefined || h.writing) return;
     if (cancelled) this.#cancelled(h);
@@ -163,39 +208,41 @@ export class TaskRunner<Row> {
   // Someone cancelled the running task: its row is `cancelled` already, so the fence refuses any
   // write of this run; the handler's signal fires with a CancelledError.
   #cancelled(h: Held<Row>): void {
-    if (h.abort.aborted) return;
+    if (h.aborted) return;
     const error = new CancelledError(h.task.id);
-    h.abort.abort(error);
+    h.abort(error);
     this.#p.log.write('info', `cancelled: task ${h.task.id}`, this.#p.log.task(h.task));
     safeEmit(this.#p.emitter, 'task:cancelled', { task: h.task });
   }
 
-  /** Takes charge of a claimed task: runs it now if a slot is free, else buffers it. */
-  accept(task: Claimed<Row>): void {
-    const h = new Held(task, this.#p.options.settingsFor(task));
-    this.#held.set(h.key, h);
-    if (this.#tel !== undefined) h.tel = this.#tel.claimed(task);
-    if (listened(this.#p.emitter, 'task:claimed')) safeEmit(this.#p.emitter, 'task:claimed', { task });
-    if (!this.#p.running()) {
-      h.abort.abort(new ShutdownError());
-      this.#begin(h);
-    } else {
-      this.#buffer.push(h);
-      this.#pump();
+  /** Takes charge of claimed tasks: runs them now while slots are free, and buffers the rest. */
+  acceptAll(tasks: readonly Claimed<Row>[]): void {
+    const { options, emitter } = this.#p;
+    const claimedListened = listened(emitter, 'task:claimed');
+    for (const task of tasks) {
+      const h = new Held(this, task, options.settingsFor(task));
+      this.#held.add(h);
+      if (this.#tel !== undefined) h.tel = this.#tel.claimed(task);
+      if (claimedListened) safeEmit(emitter, 'task:claimed', { task });
+      if (!this.#p.running()) {
+        h.abort(new ShutdownError());
+        this.#begin(h);
+      } else this.#buffer.push(h);
     }
+    this.#pump();
   }
 
   /** Gives buffered tasks back (they never started): straight back to pending. */
   releaseBuffered(): void {
     for (let h = this.#shift(); h !== undefined; h = this.#shift()) {
-      h.abort.abort(new ShutdownError());
+      h.abort(new ShutdownError());
       this.#begin(h);
     }
   }
 
   /** Aborts every running handler with `ShutdownError`; their tasks go back to pending. */
   abortAll(): void {
-    for (const h of this.#held.values()) h.abort.abort(new ShutdownError());
+    for (const h of this.#held) h.abort(new ShutdownError());
   }
 
   /** Resolves when no task is left (tasks claimed meanwhile included). */
@@ -206,10 +253,10 @@ export class TaskRunner<Row> {
 
   /** Aborts a task whose lease moved on, and reports it. */
   leaseLost(token: LeaseToken): void {
-    const h = this.#held.get(tokenKey(token));
-    if (!h || h.abort.aborted) return;
+    const h = this.#find(token);
+    if (!h || h.aborted) return;
     const error = new LeaseLostError(token.id, token.leaseVersion);
-    h.abort.abort(error);
+    h.abort(error);
     this.#reportLeaseLost(h.task, error);
   }
 
@@ -255,41 +302,61 @@ export class TaskRunner<Row> {
   #begin(h: Held<Row>): void {
     this.#lives++;
     // aborted while buffered (its lease lost, stopping): it never takes a slot
-    if (h.abort.aborted) return this.#afterHandler(h, h.abort.reason);
+    if (h.aborted) return this.#afterHandler(h, h.reason);
     this.#handlers++;
     h.startedAt = performance.now();
     const timeoutMs = h.settings.handlerTimeoutMs;
-    if (timeoutMs !== null) h.timer = setTimeout(() => h.abort.abort(new HandlerTimeoutError(timeoutMs)), timeoutMs);
+    if (timeoutMs !== null) h.timer = setTimeout(() => h.abort(new HandlerTimeoutError(timeoutMs)), timeoutMs);
     const tel = h.tel;
     tel?.start(h.startedAt, h.settings.leaseMs);
-    // an abort ends the wait at once, so a handler that ignores its signal cannot hold the slot;
-    // its late result is dropped (and a late write it attempts is stopped by the fence). Deferred
-    // a microtask: whoever aborts finishes its own work (reporting a lost lease, say) first.
-    h.abort.onAbort = (reason) => queueMicrotask(() => this.#handlerEnded(h, reason));
+    // an abort ends the wait at once (see Held.onAborted), so a handler that ignores its signal
+    // cannot hold the slot; its late result is dropped (and a late write it attempts is stopped
+    // by the fence)
+    h.waiting = true;
+    let returned: unknown;
     try {
       const ctx = new Context(this, h);
-      const running = tel === undefined ? this.#p.options.handle(h.task, ctx) : tel.run(() => this.#p.options.handle(h.task, ctx));
-      if (isPromiseLike(running)) {
-        running.then(
-          () => this.#handlerEnded(h, NOTHING),
-          (error: unknown) => this.#handlerEnded(h, error),
-        );
-        return;
-      }
+      const handle = this.#p.options.handle;
+      returned = tel === undefined ? handle(h.task, ctx) : tel.run(() => handle(h.task, ctx));
     } catch (error) {
-      if (!h.abort.aborted) this.#handlerEnded(h, error);
+      if (!h.aborted) this.#handlerEnded(h, error);
       return;
     }
-    // returned at once; an abort during the call has settled it already (see onAbort)
-    if (!h.abort.aborted) this.#handlerEnded(h, NOTHING);
+    if (isPromiseLike(returned)) {
+      returned.then(
+        (value) => this.#handlerReturned(h, value),
+        (error: unknown) => this.#handlerEnded(h, error),
+      );
+      return;
+    }
+    // returned at once; an abort during the call has settled it already (see onAborted)
+    if (!h.aborted) this.#handlerReturned(h, returned);
+  }
+
+  /** The handler returned `value`: kept as the task's result (typed tasks), unless it cannot be. */
+  #handlerReturned(h: Held<Row>, value: unknown): void {
+    const result = this.#p.options.result;
+    if (value !== undefined && result !== undefined && !h.ended) {
+      try {
+        h.resultJson = result(value, h.task);
+      } catch (error) {
+        return this.#handlerEnded(h, error); // not JSON: fails as a throw of the handler would
+      }
+    }
+    this.#handlerEnded(h, NOTHING);
+  }
+
+  /** An abort ended the wait for a running handler (see `Held.onAborted`). @internal */
+  handlerAborted(h: Held<Row>, reason: unknown): void {
+    this.#handlerEnded(h, reason);
   }
 
   /** The handler returned, threw or was aborted (the first of these counts): its slot frees. */
   #handlerEnded(h: Held<Row>, thrown: unknown): void {
     if (h.ended) return;
     h.ended = true;
-    h.abort.onAbort = undefined;
-    clearTimeout(h.timer);
+    h.waiting = false;
+    if (h.timer !== undefined) clearTimeout(h.timer);
     this.#handlers--;
     try {
       // the slot is free now: hand it to a buffered task; the claim loop decides on a refill
@@ -306,7 +373,9 @@ export class TaskRunner<Row> {
   #afterHandler(h: Held<Row>, thrown: unknown): void {
     h.writing = true;
     try {
-      this.#finish(h, thrown);
+      // what nearly every task does: returned, not aborted, not parked
+      if (thrown === NOTHING && !h.aborted && !h.suspended) this.#write(h, h.resultJson === null ? DONE : toDone(h.resultJson), SUCCESS);
+      else this.#finish(h, thrown);
     } catch (error) {
       this.#p.onError(toError(error));
       this.#end(h);
@@ -318,24 +387,24 @@ export class TaskRunner<Row> {
     if (h.over) return;
     h.over = true;
     h.tel?.abandon(); // a write that failed outright: end the span all the same
-    this.#held.delete(h.key);
+    this.#held.delete(h);
     this.#p.onWritten(h.task);
     if (--this.#lives === 0) for (const resolve of this.#drained.splice(0)) resolve();
   }
 
-  /** Decides and writes what the handler's end means; calls {@link #end} once that is done. */
+  /** Decides and writes what an unusual end means (see #afterHandler); calls {@link #end} once that is done. */
   #finish(h: Held<Row>, thrown: unknown): void {
     const { task, settings } = h;
     const threw = thrown !== NOTHING;
-    const reason: unknown = h.abort.aborted ? h.abort.reason : undefined;
+    const reason: unknown = h.aborted ? h.reason : undefined;
     if (reason instanceof LeaseLostError) {
       h.tel?.settle('lease_lost', reason); // reported when detected; write nothing
       return this.#end(h);
     }
     // its row says so already: write nothing (a workflow's refused write says so as it throws)
     if (reason === undefined && threw && isLeaseholdError(thrown, 'CANCELLED')) this.#cancelled(h);
-    if (h.abort.reason instanceof CancelledError) {
-      h.tel?.settle('cancelled', h.abort.reason);
+    if (h.reason instanceof CancelledError) {
+      h.tel?.settle('cancelled', h.reason);
       return this.#end(h);
     }
     if (h.suspended) {
@@ -344,67 +413,80 @@ export class TaskRunner<Row> {
       h.tel?.settle('suspended');
       return this.#end(h);
     }
-    if (reason instanceof ShutdownError) {
-      // returns the task to pending, attempt refunded (the worker is stopping)
-      return this.#write(h, toReleased('released by a stopping worker'), () => {
-        safeEmit(this.#p.emitter, 'task:released', { task });
-        h.tel?.settle('released');
-      });
-    }
+    // returns the task to pending, attempt refunded (the worker is stopping)
+    if (reason instanceof ShutdownError) return this.#write(h, toReleased('released by a stopping worker'), RELEASED);
     const outcome = classifyOutcome(threw && reason !== undefined ? reason : threw ? thrown : undefined, threw);
     const transition = outcome.kind === 'success' && h.resultJson !== null ? toDone(h.resultJson) : transitionFor(outcome, task, settings.policy);
     if (transition === null) {
       this.leaseLost(task);
-      h.tel?.settle('lease_lost', h.abort.reason as Error);
+      h.tel?.settle('lease_lost', h.reason as Error);
       return this.#end(h);
     }
-    this.#write(h, transition, (status) => {
-      emitOutcome(this.#p.emitter, this.#p.log, task, outcome, transition, status, performance.now() - h.startedAt);
-      h.tel?.written(outcome, status, transition);
-    });
+    this.#write(h, transition, outcome);
   }
 
-  /**
-   * Writes a fenced transition, then calls `won` if the fence let it through (a refusal is
-   * reported as a lost lease), then ends the life. A write that failed outright is reported.
-   */
-  #write(h: Held<Row>, transition: Transition, won: (status: FinalizeResult['status']) => void): void {
-    // a child task (core's task table) may wake its parent when it ends
-    const parentId = (h.task as { readonly parentId?: string | null }).parentId ?? null;
-    const item = { id: h.task.id, leaseVersion: h.task.leaseVersion, transition, groupKey: h.task.groupKey, parentId };
-    const settles = settlesGroup(item);
-    if (settles) this.#settling++;
-    const written = (result: FinalizeResult | undefined, error?: Error): void => {
-      if (settles) this.#settling--;
-      try {
-        if (result === undefined) this.#p.onError(error ?? new Error('finalize failed'));
-        else if (result.won) won(result.status);
-        else {
-          const lost = new LeaseLostError(h.task.id, h.task.leaseVersion, `finalize refused: task ${h.task.id} lease_version ${h.task.leaseVersion} moved on`);
-          this.#reportLeaseLost(h.task, lost);
-          h.tel?.settle('lease_lost', lost);
-        }
-      } catch (thrown) {
-        this.#p.onError(toError(thrown));
-      }
-      this.#end(h);
-    };
+  /** Queues the fenced write of `transition`; {@link finalized} hears how it ended. */
+  #write(h: Held<Row>, transition: Transition, outcome: Outcome | typeof RELEASED): void {
+    h.transition = transition;
+    h.outcome = outcome;
+    h.settles = settlesGroup(h);
+    if (h.settles) this.#settling++;
     if (transition.to === 'done' && h.hooks !== undefined) {
-      this.#p.finalizer.submitWithHooks(item, h.hooks).then(written, (error: unknown) => written(undefined, toError(error)));
+      this.#p.finalizer.submitWithHooks(h, h.hooks).then(
+        (result) => this.finalized(h, result),
+        (error: unknown) => this.finalized(h, undefined, toError(error)),
+      );
     } else {
-      this.#p.finalizer.enqueue(item, written);
+      this.#p.finalizer.enqueue(h);
       // nothing left to run here: this write need not wait behind the one in flight
       if (this.#handlers === 0 && this.buffered === 0) this.#p.finalizer.hurry();
     }
   }
 
+  /**
+   * A task's fenced write ended: reports what the fence let through (a refusal as a lost lease)
+   * or that the write failed outright, then ends the life. @internal
+   */
+  finalized(h: Held<Row>, result: FinalizeResult | undefined, error?: Error): void {
+    if (h.settles) this.#settling--;
+    try {
+      if (result === undefined) this.#p.onError(error ?? new Error('finalize failed'));
+      else if (result.won) this.#won(h, result.status);
+      else {
+        const lost = new LeaseLostError(h.id, h.leaseVersion, `finalize refused: task ${h.id} lease_version ${h.leaseVersion} moved on`);
+        this.#reportLeaseLost(h.task, lost);
+        h.tel?.settle('lease_lost', lost);
+      }
+    } catch (thrown) {
+      this.#p.onError(toError(thrown));
+    }
+    this.#end(h);
+  }
+
+  // The fence let the write through: the one event (and log line) it stands for.
+  #won(h: Held<Row>, status: FinalizeResult['status']): void {
+    const { emitter, log } = this.#p;
+    const { task, outcome } = h;
+    if (outcome === RELEASED) {
+      safeEmit(emitter, 'task:released', { task });
+      h.tel?.settle('released');
+      return;
+    }
+    if (status === 'done' && h.tel === undefined) {
+      if (listened(emitter, 'task:succeeded')) safeEmit(emitter, 'task:succeeded', { task, durationMs: performance.now() - h.startedAt });
+      return;
+    }
+    emitOutcome(emitter, log, task, outcome, h.transition, status, performance.now() - h.startedAt);
+    h.tel?.written(outcome, status, h.transition);
+  }
+
   /** `ctx.extendLease()` of a running task. */
   async extendLease(h: Held<Row>, lease?: Duration): Promise<void> {
     const leaseMs = lease === undefined ? h.settings.leaseMs : parseDuration(lease, 'lease');
-    const extended = await leaseExtendMany(this.#p.db, this.#p.options.table, [{ id: h.task.id, leaseVersion: h.task.leaseVersion, leaseMs }]);
-    if (!extended.has(h.key)) {
+    const extended = await leaseExtendMany(this.#p.db, this.#p.options.table, [{ id: h.id, leaseVersion: h.leaseVersion, leaseMs }]);
+    if (!extended.has(tokenKey(h))) {
       this.leaseLost(h.task);
-      throw h.abort.reason as LeaseLostError;
+      throw h.reason as LeaseLostError;
     }
   }
 
@@ -438,16 +520,15 @@ class Context<Row> implements HandlerContext {
   get [RUNNER_CONTROL](): RunnerControl {
     const h = this.#held;
     return (this.#control ??= {
-      result: (json) => void (h.resultJson = json),
       suspended: (reason) => {
         h.suspended = true;
-        h.abort.abort(reason);
+        h.abort(reason);
       },
     });
   }
 
   get signal(): AbortSignal {
-    return this.#held.abort.signal;
+    return this.#held.signal;
   }
 
   get extendLease(): HandlerContext['extendLease'] {
