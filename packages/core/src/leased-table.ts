@@ -1,4 +1,6 @@
 import { validateIdentifier } from './identifier.js';
+import type { Claimed } from './sql/lease-row.js';
+import { claimedTaskRow } from './sql/task-claimed-row.js';
 
 /**
  * A table the lease machinery can drive. It must carry the lease columns of the core `task`
@@ -19,6 +21,12 @@ export interface LeasedTable<Row = Record<string, unknown>> {
   readonly extraColumns: readonly string[];
   /** Maps a raw returned row's extra columns to the table's own row shape. */
   readonly mapRow: (raw: Record<string, unknown>) => Row;
+  /**
+   * Builds a claimed row from the claim's raw row (timestamps as `*_ms` epoch columns) in one
+   * object, for core's own task table; other tables get `mapRow` plus the lease fields.
+   * @internal
+   */
+  readonly claimedRow?: ((raw: Record<string, unknown>, owner: string) => Claimed<Row>) | undefined;
   /** NOTIFY channel that inserts into this table signal (see the `notify_inserted` trigger). */
   readonly channel: string;
   /**
@@ -116,7 +124,7 @@ export function taskTable(schema = 'leasehold'): LeasedTable<TaskRow> {
 }
 
 function defineTaskTable(schema: string): LeasedTable<TaskRow> {
-  return defineLeasedTable<TaskRow>({
+  const table = defineLeasedTable<TaskRow>({
     schema,
     table: 'task',
     nameColumn: 'name',
@@ -138,4 +146,5 @@ function defineTaskTable(schema: string): LeasedTable<TaskRow> {
       parentId: raw.parent_id === null || raw.parent_id === undefined ? null : String(raw.parent_id),
     }),
   });
+  return Object.freeze({ ...table, claimedRow: claimedTaskRow });
 }

@@ -107,12 +107,19 @@ export async function leaseClaim<Row>(
   const shape = { table, limit: literal ? input.batch : undefined, names: input.names !== undefined, perName, flows, flowNames: flows ? [...input.flows!] : [] };
   const build = readyOnly ? (v: ClaimValues) => readyClaimStatement(shape, v) : (v: ClaimValues) => claimStatement(shape, v);
   const rows = await executeCached<Record<string, unknown>, typeof values>(executor, key, build, values);
+  return claimResult(table, rows, input.owner);
+}
+
+// Apart from the async function above: a loop over a thousand rows gets the function it runs in
+// optimized while it runs, and this one is small.
+function claimResult<Row>(table: LeasedTable<Row>, rows: readonly Record<string, unknown>[], owner: string): LeaseClaimResult<Row> {
   const claimed: Claimed<Row>[] = [];
   const reaped: ReapedRow[] = [];
   let waitMs: number | null = null;
   let promoted = 0;
+  const claimedRow = table.claimedRow;
   for (const raw of rows) {
-    if (raw.claimed === true) claimed.push(toClaimed(table, withLeaseFields(raw, input.owner)));
+    if (raw.claimed === true) claimed.push(claimedRow !== undefined ? claimedRow(raw, owner) : toClaimed(table, withLeaseFields(raw, owner)));
     else if (raw.claimed === false) reaped.push({ id: String(raw.id), leaseVersion: Number(raw.lease_version) });
     else {
       // the limits' row (see claimStatement)
@@ -121,8 +128,12 @@ export async function leaseClaim<Row>(
     }
   }
   // RETURNING has no order; the design article sorts by id
-  claimed.sort((a, b) => compareIds(a.id, b.id));
+  claimed.sort(byId);
   return { claimed, reaped, waitMs, promoted };
+}
+
+function byId(a: { readonly id: string }, b: { readonly id: string }): number {
+  return compareIds(a.id, b.id);
 }
 
 /**
