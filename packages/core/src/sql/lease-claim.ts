@@ -314,21 +314,23 @@ function flowLiterals(names: readonly string[]): RawBuilder<unknown> {
  * table returns it, `available_at` (a lease column, so its type is known). Parsing timestamptz
  * text costs pg some 0.5–1.5 µs per row and the owner's text is known already, so those come
  * back as NULLs of their type and {@link withLeaseFields} fills them in: writing a Date or a
- * string over a NULL keeps the row object's shape (a number there would not).
+ * string over a NULL keeps the row object's shape (a number there would not). A table that maps
+ * its claimed rows itself (`claimedRow`, core's task table) gets no such placeholders: each
+ * column is one more field `pg` parses and stores per row.
  */
 function claimColumns(table: LeasedTable<unknown>, flows: boolean): RawBuilder<unknown> {
   const o = (c: string) => sql.ref(`o.${c}`);
   const extra = table.extraColumns.filter((c) => !LEASE_COLUMNS.includes(c));
+  // a table that builds its claimed rows itself (claimedRow) needs no placeholders to fill in
+  const placeholders = table.claimedRow === undefined;
   return sql.join([
     o('id'),
     o('lease_version'),
     o('attempts'),
     o('max_attempts'),
-    sql`NULL::text AS lease_owner`,
-    sql`NULL::timestamptz AS lease_until`,
-    sql`NULL::timestamptz AS created_at`,
+    ...(placeholders ? [sql`NULL::text AS lease_owner`, sql`NULL::timestamptz AS lease_until`, sql`NULL::timestamptz AS created_at`] : []),
     o('group_key'),
-    ...extra.map((c) => (c === 'available_at' ? sql`NULL::timestamptz AS available_at` : o(c))),
+    ...extra.flatMap((c) => (c !== 'available_at' ? [o(c)] : placeholders ? [sql`NULL::timestamptz AS available_at`] : [])),
     sql`date_part('epoch', o.lease_until) * 1000 AS lease_until_ms`,
     sql`date_part('epoch', o.created_at) * 1000 AS created_at_ms`,
     ...(extra.includes('available_at') ? [sql`date_part('epoch', o.available_at) * 1000 AS available_at_ms`] : []),
@@ -355,15 +357,14 @@ export function compareIds(a: string, b: string): number {
 // (see claimColumns); only id and lease_version carry meaning there, and they come first.
 function nullColumns(table: LeasedTable<unknown>, withToken: boolean, flows: boolean) {
   const extra = table.extraColumns.filter((c) => !LEASE_COLUMNS.includes(c));
+  const placeholders = table.claimedRow === undefined;
   return sql.join([
     ...(withToken ? [sql`NULL::bigint`, sql`NULL::bigint`] : []),
     sql`NULL::integer`,
     sql`NULL::integer`,
+    ...(placeholders ? [sql`NULL::text`, sql`NULL::timestamptz`, sql`NULL::timestamptz`] : []),
     sql`NULL::text`,
-    sql`NULL::timestamptz`,
-    sql`NULL::timestamptz`,
-    sql`NULL::text`,
-    ...extra.map(() => sql`NULL`),
+    ...extra.flatMap((c) => (c !== 'available_at' || placeholders ? [sql`NULL`] : [])),
     sql`NULL::float8`,
     sql`NULL::float8`,
     ...(extra.includes('available_at') ? [sql`NULL::float8`] : []),
