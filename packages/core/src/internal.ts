@@ -31,6 +31,8 @@ export { execute, type ExecuteOptions } from './sql/execute.js';
 export { statusIs } from './sql/fence.js';
 export { tokenKey } from './sql/lease-row.js';
 export { leaseClaim, compareIds, REAP_ERROR, type LeaseClaimInput, type LeaseClaimResult } from './sql/lease-claim.js';
+export { jsonDate, type ClaimJson, type ClaimJsonType } from './sql/claim-json.js';
+export { withClaimJson } from './leased-table.js';
 export { leaseFinalizeMany, type FinalizeItem, type FinalizeResult } from './sql/lease-finalize-many.js';
 export { leaseExtendMany, type ExtendItem } from './sql/lease-extend-many.js';
 export { leaseLockFinishingGroups, leaseLockGroups, leaseLockGroupsOfRows } from './sql/lease-lock-groups.js';

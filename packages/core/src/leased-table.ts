@@ -1,6 +1,6 @@
 import { validateIdentifier } from './identifier.js';
-import type { Claimed } from './sql/lease-row.js';
-import { claimedTaskRow } from './sql/task-claimed-row.js';
+import type { ClaimJson } from './sql/claim-json.js';
+import { TASK_CLAIM_JSON } from './sql/task-claim-json.js';
 
 /**
  * A table the lease machinery can drive. It must carry the lease columns of the core `task`
@@ -22,11 +22,11 @@ export interface LeasedTable<Row = Record<string, unknown>> {
   /** Maps a raw returned row's extra columns to the table's own row shape. */
   readonly mapRow: (raw: Record<string, unknown>) => Row;
   /**
-   * Builds a claimed row from the claim's raw row (timestamps as `*_ms` epoch columns) in one
-   * object, for core's own task table; other tables get `mapRow` plus the lease fields.
+   * Claims send this table's rows as JSON (see `claim-json.ts`), for the tables leasehold itself
+   * defines (see {@link withClaimJson}); other tables' rows come one protocol row each.
    * @internal
    */
-  readonly claimedRow?: ((raw: Record<string, unknown>, owner: string) => Claimed<Row>) | undefined;
+  readonly claimJson?: ClaimJson<Row> | undefined;
   /** NOTIFY channel that inserts into this table signal (see the `notify_inserted` trigger). */
   readonly channel: string;
   /**
@@ -146,5 +146,13 @@ function defineTaskTable(schema: string): LeasedTable<TaskRow> {
       parentId: raw.parent_id === null || raw.parent_id === undefined ? null : String(raw.parent_id),
     }),
   });
-  return Object.freeze({ ...table, claimedRow: claimedTaskRow });
+  return withClaimJson(table, TASK_CLAIM_JSON);
+}
+
+/**
+ * `table`, whose claims send their rows as JSON. For leasehold's own tables, whose column types
+ * it knows; `json.fromJson` must build the rows `mapRow` and the lease fields would. @internal
+ */
+export function withClaimJson<Row>(table: LeasedTable<Row>, json: ClaimJson<Row>): LeasedTable<Row> {
+  return Object.freeze({ ...table, claimJson: json });
 }

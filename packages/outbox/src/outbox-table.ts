@@ -1,4 +1,5 @@
 import { defineLeasedTable, type LeasedTable } from '@leasehold/core';
+import { jsonDate, withClaimJson, type ClaimJson } from '@leasehold/core/internal';
 
 /** An outbox row as claimed, beyond the lease columns core adds (`id`, `attempts`, …). */
 export interface OutboxRow {
@@ -20,7 +21,7 @@ export interface OutboxRow {
  * const claimed = await claim(pool, { table: outboxTable('leasehold'), owner: 'w1', batch: 10, lease: '60s' });
  */
 export function outboxTable(schema = 'leasehold'): LeasedTable<OutboxRow> {
-  return defineLeasedTable<OutboxRow>({
+  const table = defineLeasedTable<OutboxRow>({
     schema,
     table: 'outbox',
     nameColumn: 'event_type',
@@ -35,4 +36,36 @@ export function outboxTable(schema = 'leasehold'): LeasedTable<OutboxRow> {
       groupKey: (raw.group_key as string | null) ?? null,
     }),
   });
+  return withClaimJson(table, OUTBOX_CLAIM_JSON);
 }
+
+/**
+ * Claims of the outbox send their rows as JSON (see core's `claim-json.ts`), each mapped in one
+ * object, in the key order of `mapRow` and then the lease fields.
+ */
+const OUTBOX_CLAIM_JSON: ClaimJson<OutboxRow> = {
+  columns: [
+    ['aggregate_type', 'text'],
+    ['aggregate_id', 'text'],
+    ['event_type', 'text'],
+    ['payload', 'jsonb'],
+    ['headers', 'jsonb'],
+    ['priority', 'integer'],
+  ],
+  fromJson: (v, owner) => ({
+    aggregateType: v[7] as string,
+    aggregateId: v[8] as string,
+    eventType: v[9] as string,
+    payload: v[10],
+    headers: (v[11] as Record<string, string> | null) ?? {},
+    priority: v[12] as number,
+    groupKey: v[6] as string | null,
+    id: v[0] as string,
+    leaseVersion: v[1] as number,
+    attempts: v[2] as number,
+    maxAttempts: v[3] as number,
+    leaseOwner: owner,
+    leaseUntil: jsonDate(v[4]) as Date,
+    createdAt: jsonDate(v[5]) as Date,
+  }),
+};

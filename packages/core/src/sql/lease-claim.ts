@@ -3,6 +3,7 @@ import type { LeasedTable } from '../leased-table.js';
 import { executeCached, type Executor } from './execute.js';
 import { limitClaimCtes, limitWriteCtes } from './lease-claim-limits.js';
 import { toClaimed, type Claimed } from './lease-row.js';
+import { claimedFromChunk, jsonChunks, jsonRowText } from './claim-json.js';
 import { LEASE_COLUMNS, tableRef } from './table-ref.js';
 
 /** Checked inputs of {@link leaseClaim}. */
@@ -94,7 +95,7 @@ export async function leaseClaim<Row>(
   const flows = table.limitTable !== undefined && input.flows !== undefined && input.flows.length > 0;
   const readyOnly = input.readyOnly === true && !flows;
   // the served limits are written into the text (see flowLiterals), so they are part of the key
-  const key = `leaseClaim:${table.schema}.${table.table}:${literal ? input.batch : 'n'}:${input.names === undefined ? '' : 'names'}:${perName ? 'leases' : ''}:${flows ? `flows=${JSON.stringify(input.flows)}` : ''}:${readyOnly ? 'ready' : 'all'}`;
+  const key = `leaseClaim:${table.schema}.${table.table}:${literal ? input.batch : 'n'}:${input.names === undefined ? '' : 'names'}:${perName ? 'leases' : ''}:${flows ? `flows=${JSON.stringify(input.flows)}` : ''}:${readyOnly ? 'ready' : 'all'}:${table.claimJson === undefined ? 'rows' : 'json'}`;
   const values = {
     owner: input.owner,
     batch: input.batch,
@@ -117,10 +118,12 @@ function claimResult<Row>(table: LeasedTable<Row>, rows: readonly Record<string,
   const reaped: ReapedRow[] = [];
   let waitMs: number | null = null;
   let promoted = 0;
-  const claimedRow = table.claimedRow;
+  const json = table.claimJson;
   for (const raw of rows) {
-    if (raw.claimed === true) claimed.push(claimedRow !== undefined ? claimedRow(raw, owner) : toClaimed(table, withLeaseFields(raw, owner)));
-    else if (raw.claimed === false) reaped.push({ id: String(raw.id), leaseVersion: Number(raw.lease_version) });
+    if (raw.claimed === true) {
+      if (json !== undefined) claimedFromChunk(json, raw.rows as string, owner, claimed);
+      else claimed.push(toClaimed(table, withLeaseFields(raw, owner)));
+    } else if (raw.claimed === false) reaped.push({ id: String(raw.id), leaseVersion: Number(raw.lease_version) });
     else {
       // the limits' row (see claimStatement)
       waitMs = raw.wait_ms === null ? null : Math.max(0, Number(raw.wait_ms));
@@ -216,7 +219,7 @@ function claimParts(shape: ClaimShape, v: ClaimValues): ClaimParts {
         -- from a table of some ten thousand was planned as a hash join over a scan of the whole
         -- table (5.8 against 2.6 ms for 250 rows of 20,000)
         WHERE o.id = ANY(ARRAY(SELECT id FROM ${from}))
-        RETURNING ${claimColumns(table, shape.flows)}
+        RETURNING ${table.claimJson === undefined ? claimColumns(table, shape.flows) : jsonColumns(table, shape.flows)}
       )`;
   return { t, nameFilter, limit, unlimited, ready, claimed };
 }
@@ -229,7 +232,7 @@ function readyClaimStatement(shape: ClaimShape, v: ClaimValues): RawBuilder<Reco
   const { ready, claimed } = claimParts(shape, v);
   return sql<Record<string, unknown>>`
       WITH ${ready}, ${claimed(sql`ready`)}
-      SELECT true AS claimed, claimed.* FROM claimed
+      ${shape.table.claimJson === undefined ? sql`SELECT true AS claimed, claimed.* FROM claimed` : jsonSelect()}
     `;
 }
 
@@ -284,11 +287,40 @@ function claimStatement(shape: ClaimShape, v: ClaimValues): RawBuilder<Record<st
         ORDER BY priority DESC, id
         LIMIT ${limit}
       ), ${claimed(sql`picked`)}${written}
-      SELECT true AS claimed, claimed.*${shape.flows ? sql`, NULL::float8 AS wait_ms, NULL::bigint AS promoted` : sql``} FROM claimed
-      UNION ALL
-      SELECT false AS claimed, reaped.id, reaped.lease_version, ${nullColumns(table, false, shape.flows)}${shape.flows ? sql`, NULL::float8, NULL::bigint` : sql``} FROM reaped
-      ${info}
+      ${table.claimJson === undefined ? rowsWholeSelect(table, shape.flows, info) : jsonWholeSelect(shape.flows)}
     `;
+}
+
+// claimed rows one protocol row each (claimColumns), then the reaped rows and the limits' row
+function rowsWholeSelect(table: LeasedTable<unknown>, flows: boolean, info: RawBuilder<unknown>): RawBuilder<unknown> {
+  return sql`
+      SELECT true AS claimed, claimed.*${flows ? sql`, NULL::float8 AS wait_ms, NULL::bigint AS promoted` : sql``} FROM claimed
+      UNION ALL
+      SELECT false AS claimed, reaped.id, reaped.lease_version, ${nullColumns(table, false, flows)}${flows ? sql`, NULL::float8, NULL::bigint` : sql``} FROM reaped
+      ${info}`;
+}
+
+/** What a JSON claim's `claimed` CTE returns: what the limits' bookkeeping reads, and the row as JSON (`j`). */
+function jsonColumns(table: LeasedTable<unknown>, flows: boolean): RawBuilder<unknown> {
+  return sql.join([sql`o.id`, sql`o.lease_version`, ...(flows ? [sql`o.flow`, sql`o.flow_key`] : []), sql`${jsonRowText(table.claimJson!)} AS j`]);
+}
+
+// the claimed rows as JSON chunks (`rows`), a protocol row each
+function jsonSelect(): RawBuilder<unknown> {
+  const chunks = jsonChunks();
+  return sql`SELECT true AS claimed, ${chunks.text} AS rows FROM claimed GROUP BY ${chunks.groupBy}`;
+}
+
+// the JSON chunks, then the reaped rows (`id`, `lease_version`) and the limits' row
+function jsonWholeSelect(flows: boolean): RawBuilder<unknown> {
+  const chunks = jsonChunks();
+  return sql`
+      SELECT true AS claimed, ${chunks.text} AS rows, NULL::bigint AS id, NULL::bigint AS lease_version,
+             NULL::float8 AS wait_ms, NULL::bigint AS promoted
+      FROM claimed GROUP BY ${chunks.groupBy}
+      UNION ALL
+      SELECT false, NULL, reaped.id, reaped.lease_version, NULL, NULL FROM reaped
+      ${flows ? sql`UNION ALL SELECT NULL, NULL, NULL, NULL, (SELECT ms FROM flow_wait), (SELECT count(*) FROM flow_promoted)` : sql``}`;
 }
 
 /**
@@ -314,23 +346,22 @@ function flowLiterals(names: readonly string[]): RawBuilder<unknown> {
  * table returns it, `available_at` (a lease column, so its type is known). Parsing timestamptz
  * text costs pg some 0.5–1.5 µs per row and the owner's text is known already, so those come
  * back as NULLs of their type and {@link withLeaseFields} fills them in: writing a Date or a
- * string over a NULL keeps the row object's shape (a number there would not). A table that maps
- * its claimed rows itself (`claimedRow`, core's task table) gets no such placeholders: each
- * column is one more field `pg` parses and stores per row.
+ * string over a NULL keeps the row object's shape (a number there would not). Tables whose
+ * claims send JSON (`claimJson`) return {@link jsonColumns} instead.
  */
 function claimColumns(table: LeasedTable<unknown>, flows: boolean): RawBuilder<unknown> {
   const o = (c: string) => sql.ref(`o.${c}`);
   const extra = table.extraColumns.filter((c) => !LEASE_COLUMNS.includes(c));
-  // a table that builds its claimed rows itself (claimedRow) needs no placeholders to fill in
-  const placeholders = table.claimedRow === undefined;
   return sql.join([
     o('id'),
     o('lease_version'),
     o('attempts'),
     o('max_attempts'),
-    ...(placeholders ? [sql`NULL::text AS lease_owner`, sql`NULL::timestamptz AS lease_until`, sql`NULL::timestamptz AS created_at`] : []),
+    sql`NULL::text AS lease_owner`,
+    sql`NULL::timestamptz AS lease_until`,
+    sql`NULL::timestamptz AS created_at`,
     o('group_key'),
-    ...extra.flatMap((c) => (c !== 'available_at' ? [o(c)] : placeholders ? [sql`NULL::timestamptz AS available_at`] : [])),
+    ...extra.map((c) => (c === 'available_at' ? sql`NULL::timestamptz AS available_at` : o(c))),
     sql`date_part('epoch', o.lease_until) * 1000 AS lease_until_ms`,
     sql`date_part('epoch', o.created_at) * 1000 AS created_at_ms`,
     ...(extra.includes('available_at') ? [sql`date_part('epoch', o.available_at) * 1000 AS available_at_ms`] : []),
@@ -357,14 +388,15 @@ export function compareIds(a: string, b: string): number {
 // (see claimColumns); only id and lease_version carry meaning there, and they come first.
 function nullColumns(table: LeasedTable<unknown>, withToken: boolean, flows: boolean) {
   const extra = table.extraColumns.filter((c) => !LEASE_COLUMNS.includes(c));
-  const placeholders = table.claimedRow === undefined;
   return sql.join([
     ...(withToken ? [sql`NULL::bigint`, sql`NULL::bigint`] : []),
     sql`NULL::integer`,
     sql`NULL::integer`,
-    ...(placeholders ? [sql`NULL::text`, sql`NULL::timestamptz`, sql`NULL::timestamptz`] : []),
     sql`NULL::text`,
-    ...extra.flatMap((c) => (c !== 'available_at' || placeholders ? [sql`NULL`] : [])),
+    sql`NULL::timestamptz`,
+    sql`NULL::timestamptz`,
+    sql`NULL::text`,
+    ...extra.map(() => sql`NULL`),
     sql`NULL::float8`,
     sql`NULL::float8`,
     ...(extra.includes('available_at') ? [sql`NULL::float8`] : []),
