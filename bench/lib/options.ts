@@ -88,8 +88,9 @@ export function parseBenchArgs(argv: readonly string[], env: NodeJS.ProcessEnv):
     keepDatabase: values['keep-database'],
     enqueueSingle: { n: 5000 / div, clients: 8 },
     enqueueBulk: { n: 50_000 / div, chunk: 1000 },
-    // the worker's throughput settings (prefetch defaults to 0: claim only what can run now);
-    // 8 running + 492 claimed ahead = 500, graphile-worker's local queue in the peer harness
+    // the worker's throughput settings as an expert sets them (left out, the worker sizes its
+    // claims and buffer itself): 8 running + 492 claimed ahead = 500, graphile-worker's local
+    // queue in the peer harness
     process: { n: 20_000 / div, concurrency: 8, prefetch: envInt(env, 'BENCH_PREFETCH', 492), batch: envInt(env, 'BENCH_BATCH', 250) },
     latency: { n: 500 / div, rate: 50, settleMs: quick ? 300 : 1000 },
     outbox: { n: 20_000 / div, aggregates: 1000 / div, concurrency: 8 },
