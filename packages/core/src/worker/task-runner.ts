@@ -6,88 +6,18 @@ import type { LeaseToken } from '../primitives.js';
 import { leaseExtendMany, type ExtendItem } from '../sql/lease-extend-many.js';
 import { settlesGroup, type FinalizeResult } from '../sql/lease-finalize-many.js';
 import { tokenKey, type Claimed } from '../sql/lease-row.js';
-import { WorkerTelemetry, type TaskTelemetry } from '../telemetry/worker-telemetry.js';
+import { WorkerTelemetry } from '../telemetry/worker-telemetry.js';
 import { toDone, toReleased, type Transition } from '../transition.js';
 import { transitionFor } from '../transition-for.js';
 import { listened, safeEmit, type WorkerEventMap } from './events.js';
-import type { CommitHook, Finalizer, QueuedWrite } from './finalizer.js';
+import type { CommitHook, Finalizer } from './finalizer.js';
 import { RUNNER_CONTROL, type HandlerContext, type RunnerControl } from './handler-context.js';
 import type { NormalizedLeaseWorkerOptions } from './lease-worker-options.js';
 import { emitOutcome } from './outcome-event.js';
-import type { RunSettings } from './settings.js';
-import { TaskAbort } from './task-abort.js';
+import { DONE, Held, RELEASED, SUCCESS, type HeldBy } from './held-task.js';
 import type { TrackedPool } from './tracked-pool.js';
 import type { WorkerLog } from './worker-log.js';
 import { isPromiseLike } from '../promise-like.js';
-
-/**
- * One claimed task, from its claim to its fenced write: its abort (see {@link TaskAbort}) and, once
- * the handler is done, the fenced write the finalizer queues ({@link QueuedWrite}). One object per
- * task, reporting back to its runner through methods rather than closures made per task.
- */
-class Held<Row> extends TaskAbort implements QueuedWrite {
-  readonly id: string;
-  readonly leaseVersion: number;
-  readonly groupKey: string | null;
-  /** A child task (core's task table) may wake its parent when it ends. */
-  readonly parentId: string | null;
-  /** What the fenced write writes; set when the handler is done. */
-  transition: Transition = DONE;
-  /** What the handler's end was classified as ({@link RELEASED}: given back by a stopping worker). */
-  outcome: Outcome | typeof RELEASED = SUCCESS;
-  /** The write hands the task's group its next head (see {@link TaskRunner.settling}). */
-  settles = false;
-  hooks: CommitHook[] | undefined;
-  /** When the handler started (performance.now()); NaN, a double, until then: a field that starts as a small integer and then holds a double deoptimizes the code that wrote it. */
-  startedAt = Number.NaN;
-  /** The handler is running: an abort ends the wait for it. */
-  waiting = false;
-  /** The handler is done and its fenced write is under way: that write's result decides. */
-  writing = false;
-  /** Its span and figures, when an OpenTelemetry SDK is registered. */
-  tel: TaskTelemetry<Row> | undefined;
-  /** What the handler returned, as JSON text (typed tasks), stored with `done`. */
-  resultJson: string | null = null;
-  /** The run parked (a workflow's wait): its row is written already, nothing more is. */
-  suspended = false;
-  /** The handler returned, threw or was aborted: what came first is what counts. */
-  ended = false;
-  /** Aborts the handler after `handlerTimeout`, when one is set. */
-  timer: NodeJS.Timeout | undefined;
-  /** Its life has ended: no longer held, counted out. */
-  over = false;
-
-  constructor(
-    readonly runner: TaskRunner<Row>,
-    readonly task: Claimed<Row>,
-    readonly settings: RunSettings,
-  ) {
-    super();
-    this.id = task.id;
-    this.leaseVersion = task.leaseVersion;
-    this.groupKey = task.groupKey;
-    this.parentId = (task as { readonly parentId?: string | null }).parentId ?? null;
-  }
-
-  /** Is this the claim that `token` names? */
-  holds(token: LeaseToken): boolean {
-    return this.id === String(token.id) && this.leaseVersion === Number(token.leaseVersion);
-  }
-
-  protected override onAborted(reason: unknown): void {
-    // deferred a microtask: whoever aborts finishes its own work (reporting a lost lease, say) first
-    if (this.waiting) queueMicrotask(() => this.runner.handlerAborted(this, reason));
-  }
-
-  finalized(result: FinalizeResult | undefined, error?: Error): void {
-    this.runner.finalized(this, result, error);
-  }
-}
-
-/** A task a stopping worker gave back (its outcome, for the write's report). */
-const RELEASED = Symbol('released');
-const SUCCESS: Outcome = Object.freeze({ kind: 'success' });
-const DONE = toDone();
 
 /** What a {@link TaskRunner} works with; all of it belongs to its worker. */
 export interface TaskRunnerParts<Row> {
@@ -113,7 +43,7 @@ export interface TaskRunnerParts<Row> {
  * little else: this path runs tens of thousands of times a second.
  * @internal
  */
-export class TaskRunner<Row> {
+export class TaskRunner<Row> implements HeldBy<Row> {
   readonly #p: TaskRunnerParts<Row>;
   /**
    * Claimed and not yet finalized: buffered, running or being written. The same id may be
