@@ -40,6 +40,7 @@ export function useTestDatabase(): TestDatabase {
   afterAll(async () => {
     await Promise.all(clients.map((c) => c.end().catch(() => undefined)));
     await db?.destroy();
+    await sessionsEnded(adminUrl, name, 5_000);
     await adminQuery(adminUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
   });
 
@@ -61,6 +62,28 @@ export function useTestDatabase(): TestDatabase {
       return c;
     },
   };
+}
+
+/**
+ * Waits (up to `deadlineMs`) until no session is connected to database `name`. A pg pool's
+ * `end()` resolves before its clients' connections have closed; a FORCE drop that terminated one
+ * of them then sent it a FATAL error, which such a pool, without an 'error' listener, threw as an
+ * uncaught exception (it failed a CI run). Sessions a test leaves open on purpose are still ended
+ * by the drop once the deadline passes.
+ */
+async function sessionsEnded(adminUrl: string, name: string, deadlineMs: number): Promise<void> {
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  try {
+    const until = Date.now() + deadlineMs;
+    while (Date.now() < until) {
+      const { rows } = await admin.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1', [name]);
+      if (rows[0]!.n === 0) return;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  } finally {
+    await admin.end();
+  }
 }
 
 async function adminQuery(adminUrl: string, text: string): Promise<void> {
