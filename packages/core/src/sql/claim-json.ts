@@ -6,10 +6,10 @@ import type { Claimed } from './lease-row.js';
  * leasehold defines (core's task table, the outbox). `pg` parses every protocol row in
  * JavaScript, field by field, and in a fresh worker process most of that cost is warming up its
  * parser; `JSON.parse` reads a chunk natively. Building the JSON costs the server more than
- * sending the columns (some 2 µs a row), the worker process far less (bench/RESULTS.md: one
- * worker draining 10,000 tasks spent a quarter less CPU, the whole run 6 % less). A row whose
- * text exceeds {@link CHUNK_BYTES} gets a chunk of its own, so no chunk is much larger than its
- * largest row (which `pg` would have held as one string all the same).
+ * sending the columns (some 2 µs a row), the worker process far less (bench/RESULTS.md: two
+ * worker processes draining 10,000 tasks each spent a third less CPU, the whole run 13 % less).
+ * A row whose text exceeds {@link CHUNK_BYTES} gets a chunk of its own, so no chunk is much
+ * larger than its largest row (which `pg` would have held as one string all the same).
  */
 export const CHUNK_ROWS = 64;
 export const CHUNK_BYTES = 65_536;
