@@ -41,7 +41,7 @@ function settlingCount(batch: readonly FinalizeItem[]): number {
  * the write's commit makes the next heads claimable. A large batch of such writes is therefore
  * split in two transactions sent together: the first to commit already hands its groups to the
  * next claim while the second is still being written (ordered outbox dispatch over 1,000
- * aggregates +16–20 %, bench/RESULTS.md). The halves share no group (a group has one head in
+ * aggregates +13–20 %, bench/RESULTS.md). The halves share no group (a group has one head in
  * flight), and each locks parents, groups and rows in id order, so they never wait in a cycle.
  */
 export class Finalizer {
