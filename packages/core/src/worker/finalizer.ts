@@ -42,7 +42,8 @@ function settlingCount(batch: readonly FinalizeItem[]): number {
  * split in two transactions sent together: the first to commit already hands its groups to the
  * next claim while the second is still being written (ordered outbox dispatch over 1,000
  * aggregates +13–20 %, bench/RESULTS.md). The halves share no group (a group has one head in
- * flight), and each locks parents, groups and rows in id order, so they never wait in a cycle.
+ * flight), and each takes its locks in the one global order (parents and rows by id, groups by
+ * key), so they never wait in a cycle.
  */
 export class Finalizer {
   readonly #pool: Executor & TransactionSource;
