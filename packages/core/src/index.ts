@@ -36,6 +36,15 @@ export { waitForResult, type WaitForResultOptions } from './workflow/wait-for-re
 export type { Duration } from './duration.js';
 export { TASK_STATUSES, type TaskStatus } from './task-status.js';
 
+// workflow change safety: versions in flight, patches still needed, runs that failed replay
+export { taskVersions, type TaskVersions, type TaskVersionsOptions } from './workflow/task-versions.js';
+export type { TaskVersionRow } from './sql/task-version-counts.js';
+export type { LiveWorker } from './sql/task-worker-list.js';
+export { patchUsage, type PatchUsageOptions } from './workflow/patch-usage.js';
+export type { PatchUsageRow } from './sql/patch-usage-counts.js';
+export { nonDeterminismDeadCounts } from './workflow/non-determinism-dead.js';
+export { NON_DETERMINISM_ERROR_PREFIX, type NonDeterminismDeadRow } from './sql/task-dead-non-determinism.js';
+
 // errors
 export {
   ERROR_CODES,

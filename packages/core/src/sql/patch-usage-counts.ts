@@ -1,0 +1,89 @@
+import { sql } from 'kysely';
+import type { LeasedTable } from '../leased-table.js';
+import { execute, type Executor } from './execute.js';
+import { tableRef } from './table-ref.js';
+import { stepTableRef } from './task-steps.js';
+import { unfinishedRows } from './unfinished-sources.js';
+
+/** How the unfinished runs of one task stand with one patch (`ctx.patched(id)`). */
+export interface PatchUsageRow {
+  /** Task name. */
+  readonly task: string;
+  /** The patch id, as given to `ctx.patched`. */
+  readonly patch: string;
+  /** Unfinished runs that recorded it `true`: they took the new path. */
+  readonly newPath: number;
+  /** Unfinished runs that recorded it `false`: they took the old path and need the old branch. */
+  readonly oldPath: number;
+  /**
+   * Unfinished runs with no marker yet that were created before {@link PatchUsageRow.firstNewAt}
+   * (all of them when it is null): they may have gone past that point on old code and would then
+   * take the old path, so they count as needing the old branch too.
+   */
+  readonly undecided: number;
+  /** When the earliest unfinished run recorded it `true`; null when none did. */
+  readonly firstNewAt: Date | null;
+}
+
+/** Which patches {@link patchUsageCounts} reads. */
+export interface PatchFilter {
+  readonly task: string | undefined;
+  readonly patch: string | undefined;
+}
+
+/**
+ * Patch markers (`patch:<id>` steps of kind 'patch', core migration 11) of the unfinished runs,
+ * per task and patch. Reads the unfinished rows from their partial indexes and each one's
+ * markers from the steps' primary key, so the cost follows the unfinished runs, not the history.
+ * With both `task` and `patch` given, the pair is reported even when no unfinished run recorded
+ * it. Takes no locks; one statement, so one snapshot.
+ */
+export async function patchUsageCounts(executor: Executor, table: LeasedTable<unknown>, filter: PatchFilter): Promise<PatchUsageRow[]> {
+  const steps = stepTableRef(table);
+  const onlyTask = filter.task === undefined ? sql`true` : sql`name = ${filter.task}::text`;
+  // a run's steps are few and found by its id (the steps' primary key); kind tells the markers
+  const onlyPatch = filter.patch === undefined ? sql`true` : sql`s.name = ${`patch:${filter.patch}`}::text`;
+  // the pair asked for by name, when no unfinished run recorded it
+  const asked = filter.task !== undefined && filter.patch !== undefined
+    ? sql`UNION ALL SELECT ${filter.task}::text, ${filter.patch}::text, 0, 0, NULL WHERE NOT EXISTS (SELECT 1 FROM marker)`
+    : sql``;
+  const rows = await execute<{ task: string; patch: string; new_path: string; old_path: string; undecided: string; first_new_at: Date | null }>(
+    executor,
+    sql`
+      WITH open AS MATERIALIZED (
+        SELECT * FROM (${unfinishedRows(tableRef(table), sql`id, name, created_at`, onlyTask)}) AS u
+      ),
+      marker AS MATERIALIZED (
+        SELECT o.id, o.name AS task, substr(s.name, 7) AS patch, s.result = 'true'::jsonb AS new_path, s.created_at
+        FROM open AS o JOIN ${steps} AS s ON s.task_id = o.id
+        WHERE ${onlyPatch} AND s.kind = 'patch'
+      ),
+      pair AS MATERIALIZED (
+        SELECT task, patch,
+               count(*) FILTER (WHERE new_path) AS new_path,
+               count(*) FILTER (WHERE NOT new_path) AS old_path,
+               min(created_at) FILTER (WHERE new_path) AS first_new_at
+        FROM marker GROUP BY 1, 2
+        ${asked}
+      ),
+      -- runs of the task without this marker, created before it was first taken (all, if never)
+      undecided AS (
+        SELECT p.task, p.patch, count(*) AS n
+        FROM pair AS p JOIN open AS o ON o.name = p.task AND o.created_at < coalesce(p.first_new_at, 'infinity')
+        WHERE NOT EXISTS (SELECT 1 FROM marker AS x WHERE x.id = o.id AND x.patch = p.patch)
+        GROUP BY 1, 2
+      )
+      SELECT p.task, p.patch, p.new_path, p.old_path, p.first_new_at, coalesce(u.n, 0) AS undecided
+      FROM pair AS p LEFT JOIN undecided AS u ON u.task = p.task AND u.patch = p.patch
+      ORDER BY p.task, p.patch
+    `,
+  );
+  return rows.map((r) => ({
+    task: r.task,
+    patch: r.patch,
+    newPath: Number(r.new_path),
+    oldPath: Number(r.old_path),
+    undecided: Number(r.undecided),
+    firstNewAt: r.first_new_at,
+  }));
+}

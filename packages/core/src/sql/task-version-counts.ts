@@ -1,0 +1,69 @@
+import { sql } from 'kysely';
+import type { LeasedTable } from '../leased-table.js';
+import { execute, type Executor } from './execute.js';
+import { tableRef } from './table-ref.js';
+import { unfinishedRows } from './unfinished-sources.js';
+import { ageMs, waitingSince } from './waiting-since.js';
+import { workerTableRef } from './task-worker-list.js';
+
+/** The unfinished runs of one task name at one version (core migration 11's `task.version`). */
+export interface TaskVersionRow {
+  /** Task name. */
+  readonly name: string;
+  /** The oldest code version that can run these runs. */
+  readonly version: number;
+  readonly pending: number;
+  readonly processing: number;
+  /** Parked: sleeping, or waiting for children or a signal. */
+  readonly waiting: number;
+  /** Age of the oldest of these runs, from its creation, in ms by the database's clock. */
+  readonly oldestAgeMs: number;
+  /** How long the longest-waiting pending or processing one has waited to run (as `queueStats` counts it); null when none waits. */
+  readonly oldestPendingAgeMs: number | null;
+  /** Live workers whose definition of this name accepts this version (0: none can claim these runs). */
+  readonly acceptedBy: number;
+}
+
+/**
+ * Unfinished runs per task name and version, read from the partial indexes of unfinished rows
+ * (see `unfinishedSources`), with how many live workers — a `task_worker` row seen within
+ * `liveWithinMs` — accept each. Takes no locks; one statement, so one snapshot.
+ */
+export async function taskVersionCounts(executor: Executor, table: LeasedTable<unknown>, liveWithinMs: number): Promise<TaskVersionRow[]> {
+  const rows = await execute<{
+    name: string; version: number; pending: string; processing: string; waiting: string;
+    oldest_ms: number; pending_ms: number | null; accepted_by: number;
+  }>(
+    executor,
+    sql`
+      WITH open AS (
+        SELECT name, version,
+               count(*) FILTER (WHERE status = 'pending') AS pending,
+               count(*) FILTER (WHERE status = 'processing') AS processing,
+               count(*) FILTER (WHERE status = 'waiting') AS waiting,
+               min(created_at) AS oldest,
+               ${waitingSince()} AS pending_since
+        FROM (${unfinishedRows(tableRef(table), sql`name, version, status, attempts, available_at, created_at`)}) AS u
+        GROUP BY 1, 2
+      )
+      SELECT o.name, o.version, o.pending, o.processing, o.waiting,
+             ${ageMs(sql`o.oldest`)} AS oldest_ms, ${ageMs(sql`o.pending_since`)} AS pending_ms,
+             (SELECT count(*)::int FROM ${workerTableRef(table)} AS w
+              -- accepts: {"<name>": [versions…]}; an array contains the bare number
+              WHERE w.seen_at > now() - ${liveWithinMs}::float8 * interval '1 millisecond'
+                AND w.accepts -> o.name @> to_jsonb(o.version)) AS accepted_by
+      FROM open AS o
+      ORDER BY o.name, o.version
+    `,
+  );
+  return rows.map((r) => ({
+    name: r.name,
+    version: r.version,
+    pending: Number(r.pending),
+    processing: Number(r.processing),
+    waiting: Number(r.waiting),
+    oldestAgeMs: Math.max(0, Math.round(Number(r.oldest_ms))),
+    oldestPendingAgeMs: r.pending_ms === null ? null : Math.max(0, Math.round(Number(r.pending_ms))),
+    acceptedBy: r.accepted_by,
+  }));
+}
