@@ -110,6 +110,9 @@ export type { Claimed, LeaseFields } from './sql/lease-row.js';
 
 // where statements run: the application's pool, client or transaction
 export type { Executor, PgQueryable } from './sql/execute.js';
+// behind a pooler in transaction mode (docs/operations.md, "Poolers")
+export { noPreparedStatements } from './sql/execute.js';
+export type { PoolerOptions } from './worker/pooler-settings.js';
 export {
   withTransaction,
   inTransaction,

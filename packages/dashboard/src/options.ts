@@ -1,4 +1,4 @@
-import { ConfigError, type Executor, type TransactionSource } from '@leasehold/core';
+import { ConfigError, noPreparedStatements, type Executor, type TransactionSource } from '@leasehold/core';
 import { parseInteger, validateIdentifier } from '@leasehold/core/internal';
 
 /** Which leased table a row belongs to. */
@@ -64,6 +64,12 @@ export interface DashboardOptions {
   readonly refreshIntervalMs?: number;
   /** Rows per page of the lists. @defaultValue 50 */
   readonly pageSize?: number;
+  /**
+   * `database` is a `pg` pool that reaches PostgreSQL through a pooler in transaction mode: send
+   * no named prepared statements through it (core's `noPreparedStatements()`). The dashboard
+   * holds no session state and does not LISTEN. @defaultValue false
+   */
+  readonly noPreparedStatements?: boolean;
 }
 
 /** {@link DashboardOptions} checked and normalised. */
@@ -99,6 +105,10 @@ export function dashboardSettings(options: DashboardOptions): DashboardSettings 
   if (options.token !== undefined && (typeof options.token !== 'string' || options.token.length < 16)) {
     throw new ConfigError('token', 'Expected `token` to be a string of at least 16 characters');
   }
+  if (options.noPreparedStatements !== undefined && typeof options.noPreparedStatements !== 'boolean') {
+    throw new ConfigError('noPreparedStatements', 'Expected `noPreparedStatements` to be true or false');
+  }
+  if (options.noPreparedStatements === true) noPreparedStatements(options.database);
   return Object.freeze({
     database: options.database,
     schema: validateIdentifier(options.schema ?? 'leasehold', 'schema'),

@@ -58,8 +58,23 @@ export interface DispatcherOptions {
   maxDeferAge?: Duration;
   /** Extend in-flight leases this often. @defaultValue a third of the lease */
   heartbeatInterval?: Duration;
-  /** Wake on NOTIFY from the outbox's insert trigger. @defaultValue true */
+  /**
+   * Wake on NOTIFY from the outbox's insert trigger. Behind a pooler in transaction mode it needs
+   * `listenConnectionString` (see core's `LeaseWorkerOptions.listen`). @defaultValue true; with
+   * `noPreparedStatements` and no `listenConnectionString`, false (polls every `pollInterval`)
+   */
   listen?: boolean;
+  /**
+   * The pool reaches PostgreSQL through a pooler in transaction mode (PgBouncer …): no named
+   * prepared statements, LISTEN only on `listenConnectionString` (core's
+   * `LeaseWorkerOptions.noPreparedStatements`). @defaultValue false
+   */
+  noPreparedStatements?: boolean;
+  /**
+   * A connection string that reaches PostgreSQL directly, for the LISTEN connection (core's
+   * `LeaseWorkerOptions.listenConnectionString`). @defaultValue the pool's own settings
+   */
+  listenConnectionString?: string;
   /**
    * Where dead messages, lost leases, dispatcher errors and database outages are logged, besides
    * the events; pino, bunyan and `console` fit as they are. `null` for events only.
@@ -128,6 +143,8 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     maxDeferAge: options.maxDeferAge,
     heartbeatInterval: options.heartbeatInterval,
     listen: options.listen,
+    noPreparedStatements: options.noPreparedStatements,
+    listenConnectionString: options.listenConnectionString,
     logger: options.logger,
     // start() refuses a schema whose outbox (or core, whose trigger function it uses) is behind
     migrationLines: [CORE_MIGRATION_LINE, { line: 'outbox', migrations: MIGRATIONS }],

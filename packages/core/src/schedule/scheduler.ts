@@ -8,7 +8,7 @@ import { validateIdentifier } from '../input/identifier.js';
 import { checkName } from '../input/text.js';
 import { ConfigError } from '../leasehold-error.js';
 import { taskTable } from '../leased-table.js';
-import { execute } from '../sql/execute.js';
+import { execute, noPreparedStatements } from '../sql/execute.js';
 import { scheduleAdvance } from '../sql/schedule-advance.js';
 import { scheduleLock } from '../sql/schedule-lock.js';
 import { scheduleRegisterMany, type ScheduleDeclaration } from '../sql/schedule-register-many.js';
@@ -33,6 +33,12 @@ export interface SchedulerOptions {
   owner?: string;
   /** Where errors are logged (once per outage, see the worker's logger). @defaultValue console */
   logger?: WorkerLogger | null;
+  /**
+   * The pool reaches PostgreSQL through a pooler in transaction mode: send no named prepared
+   * statements through it (this calls `noPreparedStatements()` on the pool). The scheduler holds
+   * no session state: each tick is one transaction. @defaultValue false
+   */
+  noPreparedStatements?: boolean;
 }
 
 // how long a firer waits for another firer's lock on the schedule's row before trying again
@@ -84,6 +90,10 @@ export class Scheduler extends EventEmitter<SchedulerEventMap> {
       if (names.has(s.name)) throw new ConfigError('schedules', `Schedule "${s.name}" is listed twice`);
       names.add(s.name);
     }
+    if (options.noPreparedStatements !== undefined && typeof options.noPreparedStatements !== 'boolean') {
+      throw new ConfigError('noPreparedStatements', 'Expected `noPreparedStatements` to be true or false');
+    }
+    if (options.noPreparedStatements === true) noPreparedStatements(options.pool);
     this.#pool = options.pool;
     this.#schema = validateIdentifier(options.schema ?? 'leasehold', 'schema');
     this.#schedules = [...options.schedules];

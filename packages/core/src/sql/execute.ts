@@ -8,6 +8,8 @@ import {
   type QueryExecutorProvider,
   type RawBuilder,
 } from 'kysely';
+import { ConfigError } from '../leasehold-error.js';
+import { isPgPool } from './transaction.js';
 
 /** The subset of a `pg` client or pool leasehold needs: `query(text, values)` or `query(config)`. */
 export interface PgQueryable {
@@ -61,7 +63,7 @@ export async function execute<R>(executor: Executor, query: RawBuilder<R>, optio
   }
   const compiled = query.compile(compiler);
   const values = [...compiled.parameters];
-  if (values.length === 0 || options.prepare === false) {
+  if (values.length === 0 || options.prepare === false || (anyUnprepared && unprepared.has(executor))) {
     // no parameters: simple protocol (allows several statements, e.g. migrations); not
     // prepared: an unnamed statement, planned for these very values
     return (await executor.query(compiled.sql, values)).rows as R[];
@@ -112,9 +114,51 @@ export async function executeCached<R, V extends Record<string, unknown>>(
     if (templates.size < 1_000) templates.set(key, template);
   }
   const params = template.params.map((p) => (p instanceof Slot ? values[p.key] : p.constant));
-  if (params.length === 0 || options.prepare === false) return (await executor.query(template.sql, params)).rows as R[];
+  if (params.length === 0 || options.prepare === false || (anyUnprepared && unprepared.has(executor))) return (await executor.query(template.sql, params)).rows as R[];
   const result = await (executor as unknown as PgPreparable).query({ name: statementName(template.sql), text: template.sql, values: params });
   return result.rows as R[];
+}
+
+/**
+ * Pools and clients whose statements must not be named (see {@link noPreparedStatements}).
+ * `anyUnprepared` keeps the default path to one test of a boolean.
+ */
+const unprepared = new WeakSet<object>();
+let anyUnprepared = false;
+
+/** A `pg` pool as far as handing out clients goes: it says when it hands one out. */
+interface AcquireEmitter {
+  on(event: 'acquire', listener: (client: object) => void): unknown;
+}
+
+/**
+ * Marks a `pg` `Pool` (or `Client`) that reaches PostgreSQL through a pooler in transaction mode
+ * (PgBouncer, Supavisor, RDS Proxy …): every leasehold statement sent through it, or through a
+ * client it hands out from now on, is an unnamed statement (parsed and planned each time), never
+ * a named prepared statement, which a pooler would send to whichever server connection is free
+ * (`prepared statement "leasehold_…" does not exist`). Returns its argument. For the pool given
+ * to `enqueue`, `migrate`, `sendSignal`… in a process that runs no worker; the worker, the
+ * dispatcher, the scheduler, `waitForResult` and the dashboard mark their pool themselves when
+ * given `noPreparedStatements: true`. A Kysely instance never prepares statements: nothing to mark.
+ *
+ * @example
+ * const pool = noPreparedStatements(new pg.Pool({ connectionString: process.env.PGBOUNCER_URL }));
+ * await enqueue(pool, sendWelcome, { userId, email });
+ */
+export function noPreparedStatements<E extends object>(executor: E): E {
+  if (typeof executor !== 'object' || executor === null) throw new ConfigError('executor', 'Expected a pg Pool or Client');
+  if (unprepared.has(executor)) return executor;
+  unprepared.add(executor);
+  anyUnprepared = true;
+  // a client the pool hands out runs the application's transaction (withTransaction, dbStep)
+  const pool = executor as Partial<AcquireEmitter>;
+  if (isPgPool(executor) && typeof pool.on === 'function') pool.on('acquire', (client) => unprepared.add(client));
+  return executor;
+}
+
+/** Whether {@link noPreparedStatements} marked this executor. @internal */
+export function isUnprepared(executor: object): boolean {
+  return anyUnprepared && unprepared.has(executor);
 }
 
 const names = new Map<string, string>();

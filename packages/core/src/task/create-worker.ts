@@ -26,7 +26,9 @@ import { prepareInserts, validatePayload } from './enqueue.js';
  * The worker runtime's options a typed-task worker passes through as they are.
  * @inline
  */
-type RuntimeOptions = 'pool' | 'owner' | 'concurrency' | 'batch' | 'prefetch' | 'maxPrefetch' | 'pollInterval' | 'heartbeatInterval' | 'listen' | 'logger';
+type RuntimeOptions =
+  | 'pool' | 'owner' | 'concurrency' | 'batch' | 'prefetch' | 'maxPrefetch' | 'pollInterval' | 'heartbeatInterval' | 'listen' | 'logger'
+  | 'noPreparedStatements' | 'listenConnectionString';
 
 /** Options of {@link createWorker}: the runtime's (see {@link LeaseWorkerOptions}), plus the tasks. */
 export type WorkerOptions = Pick<LeaseWorkerOptions<TaskRow>, RuntimeOptions> & {
@@ -73,7 +75,7 @@ export function createWorker(options: WorkerOptions): Worker {
   const scheduler =
     schedules === undefined || schedules.length === 0
       ? undefined
-      : (owner: string) => createScheduler({ pool: options.pool, schedules, schema, owner, logger: options.logger });
+      : (owner: string) => createScheduler({ pool: options.pool, schedules, schema, owner, logger: options.logger, noPreparedStatements: options.noPreparedStatements });
   const definition = (task: Claimed<TaskRow>) => byName.get(task.name)!;
   const pool = options.pool;
   const lease = Math.max(...[...byName.values()].map((d) => d.settings.leaseMs));

@@ -11,13 +11,14 @@ import type { TelemetryNaming } from '../telemetry/worker-telemetry.js';
 import type { PgPoolLike } from '../sql/transaction.js';
 import { AUTO_PREFETCH_MAX } from './claim-sizing.js';
 import type { HandlerContext } from './handler-context.js';
+import { poolerSettings, type PoolerOptions } from './pooler-settings.js';
 import { runSettings, type RunOptions, type RunSettings } from './settings.js';
 import type { WorkerLogger } from './worker-log.js';
 
 export type { WorkerLogger } from './worker-log.js';
 
 /** Options of {@link createLeaseWorker}. */
-export interface LeaseWorkerOptions<Row> extends RunOptions {
+export interface LeaseWorkerOptions<Row> extends RunOptions, PoolerOptions {
   /**
    * A `pg` pool for the worker's statements. LISTEN uses a connection of its own, opened with the
    * pool's settings (`new pool.Client(pool.options)`), so a pool of one connection is enough.
@@ -69,8 +70,6 @@ export interface LeaseWorkerOptions<Row> extends RunOptions {
   settingsFor?: (task: Claimed<Row>) => RunSettings;
   /** Lease per name for the claim statement (what `settingsFor` returns for that name). */
   leaseMsByName?: ReadonlyMap<string, number>;
-  /** Wait for notifications on a dedicated connection. @defaultValue true */
-  listen?: boolean;
   /**
    * Where the worker logs, besides its events: a dead task and a worker error (error), a lost
    * lease, an abandoned stop and the start of a database outage (warn), the outage's end (info),
@@ -121,6 +120,9 @@ export interface NormalizedLeaseWorkerOptions<Row> {
   readonly settingsFor: (task: Claimed<Row>) => RunSettings;
   readonly leaseMsByName: ReadonlyMap<string, number> | undefined;
   readonly listen: boolean;
+  /** Behind a pooler in transaction mode: no named statements, LISTEN only on a direct connection. */
+  readonly pooled: boolean;
+  readonly listenConnectionString: string | undefined;
   readonly logger: WorkerLogger | null;
   readonly migrationLines: readonly MigrationLine[];
   readonly limits: readonly LimitDeclaration[];
@@ -166,7 +168,7 @@ export function normalizeLeaseWorkerOptions<Row>(options: LeaseWorkerOptions<Row
     settings,
     settingsFor: options.settingsFor ?? (() => settings),
     leaseMsByName: options.leaseMsByName,
-    listen: options.listen ?? true,
+    ...poolerSettings(options),
     logger: checkLogger(options.logger),
     migrationLines: Object.freeze([...(options.migrationLines ?? [])]),
     limits: checkLimits(options),

@@ -9,6 +9,8 @@ import { Finalizer } from './finalizer.js';
 import { Heartbeat } from './heartbeat.js';
 import { normalizeLeaseWorkerOptions, type LeaseWorkerOptions, type NormalizedLeaseWorkerOptions } from './lease-worker-options.js';
 import { Listener } from './listener.js';
+import { probeListenPath } from './listen-probe.js';
+import { noPreparedStatements } from '../sql/execute.js';
 import { limitRegisterMany } from '../sql/limit-register-many.js';
 import { settlesBy } from './settles-by.js';
 import { TaskRunner } from './task-runner.js';
@@ -115,8 +117,10 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
       onError: (error) => this.#db.abandoned || safeEmit(this, 'heartbeat:failed', { error }),
     });
     this.#listener = this.#o.listen
-      ? new Listener(pool, table.channel, () => this.#wakeup.wake(), (error) => (this.#startErrors ? this.#startErrors.push(error) : this.#error(error)))
+      ? new Listener(pool, table.channel, () => this.#wakeup.wake(), (error) => (this.#startErrors ? this.#startErrors.push(error) : this.#error(error)), this.#o.listenConnectionString)
       : undefined;
+    // behind a pooler, the worker's own statements are not named either (the pool is marked)
+    if (this.#o.pooled) noPreparedStatements(this.#db);
   }
 
   /** Tasks this worker holds a lease on now (buffered, running, or being finalized). */
@@ -167,6 +171,11 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
       await this.#runner.loadTelemetry();
       if (this.#state !== 'running') return; // stop() began meanwhile, and cleans up
       await this.#registerLimits();
+      // behind a pooler: do notifications sent through the pool reach the LISTEN connection?
+      if (this.#o.pooled && this.#listener !== undefined && this.#state === 'running') {
+        await listening;
+        await probeListenPath(this.#listener, this.#db, startErrors);
+      }
     } catch (error) {
       // the start is undone (see start()): no connection or retry timer of it is left
       if (this.#state === 'running') await this.#listener?.stop(0);

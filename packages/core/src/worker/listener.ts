@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { toError } from '../errors.js';
 import { execute, type PgQueryable } from '../sql/execute.js';
@@ -35,6 +36,11 @@ interface ListenConnection {
  * LISTEN forever and every claim would wait for it, and a pooled client would collect the
  * listener's handlers across starts. Only a pool that is not a `pg` pool (no `Client`) lends one
  * of its connections instead, and gets it back destroyed.
+ *
+ * Behind a pooler in transaction mode, LISTEN through the pool's address runs on whichever server
+ * connection is free and never delivers: `direct` is then a connection string that reaches
+ * PostgreSQL itself (the pool's other settings, such as `ssl`, still apply), and {@link probe}
+ * proves that notifications sent through the pool arrive on it.
  */
 export class Listener {
   readonly #open: (track: (cut: () => void) => void) => Promise<ListenConnection>;
@@ -51,9 +57,11 @@ export class Listener {
   #failures = 0;
   /** Statements sent on the LISTEN connection through {@link run} and not settled yet. */
   readonly #running = new Set<Promise<unknown>>();
+  /** {@link probe}s waiting for their payload. */
+  readonly #probes = new Map<string, () => void>();
 
-  constructor(pool: PgPoolLike, channel: string, onNotify: (payload?: string) => void, onError: (error: Error) => void) {
-    this.#open = isPgPool<OwnClient>(pool) ? (track) => openOwnClient(pool, track) : () => borrow(pool);
+  constructor(pool: PgPoolLike, channel: string, onNotify: (payload?: string) => void, onError: (error: Error) => void, direct?: string) {
+    this.#open = isPgPool<OwnClient>(pool) ? (track) => openOwnClient(pool, track, direct) : () => borrow(pool);
     this.#channel = channel;
     this.#onNotify = onNotify;
     this.#onError = onError;
@@ -112,7 +120,7 @@ export class Listener {
       connection = await this.#open((cut) => (this.#cutOpening = cut));
       const opened = connection;
       opened.client.on('error', (error) => this.#lost(opened, error));
-      opened.client.on('notification', (message) => this.#onNotify(message?.payload));
+      opened.client.on('notification', (message) => this.#notified(message?.payload));
       // the channel is built from validated identifiers; LISTEN takes no parameters
       await execute(opened.client, sql`LISTEN ${sql.id(this.#channel)}`);
       if (this.#stopped) {
@@ -133,6 +141,35 @@ export class Listener {
     }
   }
 
+  /**
+   * Sends a notification with `send` (through the pool) and waits up to `timeoutMs` for it to
+   * arrive on the LISTEN connection: false when it does not (the connection is down, goes through
+   * a pooler in transaction mode, or reaches another database). Other listeners of the channel
+   * take it for one more wake-up.
+   */
+  async probe(send: (channel: string, payload: string) => Promise<unknown>, timeoutMs: number): Promise<boolean> {
+    if (this.#connection === undefined) return false;
+    const payload = `leasehold:probe:${randomUUID()}`;
+    let timer: NodeJS.Timeout | undefined;
+    const arrived = new Promise<boolean>((resolve) => {
+      this.#probes.set(payload, () => resolve(true));
+      timer = setTimeout(resolve, timeoutMs, false);
+    });
+    try {
+      await send(this.#channel, payload);
+      return await arrived;
+    } finally {
+      clearTimeout(timer);
+      this.#probes.delete(payload);
+    }
+  }
+
+  #notified(payload: string | undefined): void {
+    const probe = this.#probes.size > 0 && payload !== undefined ? this.#probes.get(payload) : undefined;
+    if (probe !== undefined) return probe();
+    this.#onNotify(payload);
+  }
+
   #lost(connection: ListenConnection, error: Error): void {
     if (this.#connection !== connection) return;
     this.#connection = undefined;
@@ -150,8 +187,9 @@ export class Listener {
   }
 }
 
-async function openOwnClient(pool: PgPoolFactory<OwnClient>, track: (cut: () => void) => void): Promise<ListenConnection> {
-  const client = new pool.Client(pool.options);
+async function openOwnClient(pool: PgPoolFactory<OwnClient>, track: (cut: () => void) => void, direct: string | undefined): Promise<ListenConnection> {
+  // the connection string's fields (host, port, user, database…) override the pool's
+  const client = new pool.Client(direct === undefined ? pool.options : { ...pool.options, connectionString: direct });
   // pg does not end a connection attempt the server does not answer; destroying its socket does
   const cut = () => client.connection?.stream?.destroy?.();
   // errors before the listener's own handler is attached (a failed connect) reject connect()

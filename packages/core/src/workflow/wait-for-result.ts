@@ -2,6 +2,7 @@ import { parseDuration, type Duration } from '../duration.js';
 import { ConfigError, TaskFailedError, TaskNotFoundError, WaitTimeoutError } from '../errors.js';
 import { taskTable, type LeasedTable } from '../leased-table.js';
 import { taskAwaitEnd } from '../sql/task-read.js';
+import { isUnprepared, noPreparedStatements } from '../sql/execute.js';
 import type { PgPoolLike } from '../sql/transaction.js';
 import { Listener } from '../worker/listener.js';
 import { taskId } from './send-signal.js';
@@ -15,6 +16,22 @@ export interface WaitForResultOptions {
   signal?: AbortSignal;
   /** Schema of the task table. @defaultValue 'leasehold' */
   schema?: string;
+  /**
+   * The pool reaches PostgreSQL through a pooler in transaction mode: send no named prepared
+   * statements through it (this calls `noPreparedStatements()` on the pool), and read the task
+   * every `pollInterval`, since LISTEN through the pooler never delivers; with
+   * `listenConnectionString` too, a notification on it ends the wait sooner.
+   * @defaultValue false, unless the pool was marked with `noPreparedStatements()`
+   */
+  noPreparedStatements?: boolean;
+  /**
+   * Behind a pooler: a connection string that reaches PostgreSQL directly, for the LISTEN
+   * connection that wakes the wait as soon as the task ends (the pool's other settings apply).
+   * @defaultValue none: behind a pooler the wait polls; otherwise it listens with the pool's settings
+   */
+  listenConnectionString?: string;
+  /** Behind a pooler: how often the task is read again. @defaultValue '2s' */
+  pollInterval?: Duration;
 }
 
 /**
@@ -35,16 +52,19 @@ export async function waitForResult<R = unknown>(pool: PgPoolLike, task: string 
   const timeoutMs = options.timeout === undefined ? undefined : parseDuration(options.timeout, 'timeout');
   const signal = options.signal;
   if (signal !== undefined && typeof signal.aborted !== 'boolean') throw new ConfigError('signal', 'Expected `signal` to be an AbortSignal');
+  const pooler = waitPooler(pool, options);
   signal?.throwIfAborted();
 
   return new Promise<R>((resolve, reject) => {
     let done = false;
     let timer: NodeJS.Timeout | undefined;
+    let poll: NodeJS.Timeout | undefined;
     let leave: (() => void) | undefined;
     const finish = (settle: () => void) => {
       if (done) return;
       done = true;
       clearTimeout(timer);
+      clearInterval(poll);
       signal?.removeEventListener('abort', onAbort);
       leave?.();
       settle();
@@ -79,8 +99,14 @@ export async function waitForResult<R = unknown>(pool: PgPoolLike, task: string 
       }
     };
 
+    // behind a pooler, notifications reach only a direct connection, if one was given: the
+    // wait reads its task every pollInterval whatever happens to that connection
+    if (pooler.pollMs !== undefined) {
+      poll = setInterval(() => void read(), pooler.pollMs);
+      if (!pooler.listen) return void read();
+    }
     // listen first, then mark and read: an end after the read notifies a listening connection
-    EndWatch.join(pool, table, id, () => void read()).then(
+    EndWatch.join(pool, table, id, () => void read(), pooler.direct).then(
       (off) => {
         if (done) return off();
         leave = off;
@@ -102,22 +128,22 @@ class EndWatch {
   readonly #started: Promise<void>;
   readonly #close: () => void;
 
-  private constructor(pool: PgPoolLike, table: LeasedTable<unknown>, close: () => void) {
+  private constructor(pool: PgPoolLike, table: LeasedTable<unknown>, close: () => void, direct: string | undefined) {
     this.#close = close;
     // a lost connection is retried by the listener, which then calls every waiter once
-    this.#listener = new Listener(pool, `${table.channel}:ended`, (payload) => this.#notify(payload), () => undefined);
+    this.#listener = new Listener(pool, `${table.channel}:ended`, (payload) => this.#notify(payload), () => undefined, direct);
     this.#started = this.#listener.start();
   }
 
   /** Adds a waiter for `id`; resolves once listening (or retrying) with the function that removes it. */
-  static async join(pool: PgPoolLike, table: LeasedTable<unknown>, id: string, wake: () => void): Promise<() => void> {
+  static async join(pool: PgPoolLike, table: LeasedTable<unknown>, id: string, wake: () => void, direct: string | undefined): Promise<() => void> {
     let watches = EndWatch.#byPool.get(pool);
     if (watches === undefined) EndWatch.#byPool.set(pool, (watches = new Map()));
-    const key = table.channel;
+    const key = direct === undefined ? table.channel : `${table.channel} ${direct}`;
     let watch = watches.get(key);
     if (watch === undefined) {
       const map = watches;
-      watch = new EndWatch(pool, table, () => map.delete(key));
+      watch = new EndWatch(pool, table, () => map.delete(key), direct);
       watches.set(key, watch);
     }
     const joined = watch;
@@ -142,4 +168,20 @@ class EndWatch {
     const targets = payload === undefined ? [...this.#waiters.values()] : [this.#waiters.get(payload) ?? new Set<() => void>()];
     for (const set of targets) for (const wake of [...set]) wake();
   }
+}
+
+/**
+ * How a wait learns of its task's end: LISTEN on the pool's settings (no pooler), or behind a
+ * pooler a read every `pollMs`, plus LISTEN on `direct` when given.
+ */
+function waitPooler(pool: PgPoolLike, options: WaitForResultOptions): { listen: boolean; direct: string | undefined; pollMs: number | undefined } {
+  const { noPreparedStatements: unnamed, listenConnectionString: direct } = options;
+  if (unnamed !== undefined && typeof unnamed !== 'boolean') throw new ConfigError('noPreparedStatements', 'Expected `noPreparedStatements` to be true or false');
+  if (direct !== undefined && (typeof direct !== 'string' || direct.length === 0)) {
+    throw new ConfigError('listenConnectionString', 'Expected `listenConnectionString` to be a connection string such as postgres://app@db-host:5432/app');
+  }
+  const pollMs = parseDuration(options.pollInterval ?? '2s', 'pollInterval');
+  if (unnamed === true) noPreparedStatements(pool);
+  if (!isUnprepared(pool)) return { listen: true, direct, pollMs: undefined };
+  return { listen: direct !== undefined, direct, pollMs };
 }

@@ -1,0 +1,154 @@
+// A private PgBouncer in transaction mode in front of the test server, for the pooler tests:
+// started by each test file that needs it and stopped before the file's database is dropped.
+// Debian's `pgbouncer` package provides the binary (.ci/run installs it).
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { afterAll, beforeAll, inject } from 'vitest';
+
+const BINARY = process.env.PGBOUNCER ?? '/usr/sbin/pgbouncer';
+
+/** A running PgBouncer. */
+export interface PgBouncer {
+  /** The URL of `database` through PgBouncer. */
+  url(database: string): string;
+  /** Server connections PgBouncer keeps per database and user. */
+  readonly poolSize: number;
+}
+
+/**
+ * Registers hooks that start a PgBouncer in transaction mode before the file's tests and stop it
+ * after them. Call it after `useTestDatabase()`: hooks after the tests run in reverse order, so
+ * PgBouncer's server connections close before the file's database is dropped.
+ */
+export function usePgBouncer(options: { poolSize?: number } = {}): PgBouncer {
+  const poolSize = options.poolSize ?? 10;
+  let running: { port: number; proc: ChildProcess; dir: string } | undefined;
+  beforeAll(async () => {
+    running = await startPgBouncer(inject('adminUrl'), poolSize);
+  });
+  afterAll(async () => {
+    if (running === undefined) return;
+    const { proc, dir } = running;
+    if (proc.exitCode === null) {
+      const exited = once(proc, 'exit');
+      proc.kill('SIGINT'); // immediate shutdown: closes every server connection
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 5_000).unref())]);
+      if (proc.exitCode === null) proc.kill('SIGKILL');
+    }
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return {
+    poolSize,
+    url(database) {
+      if (running === undefined) throw new Error('usePgBouncer: used outside a test');
+      const u = new URL(inject('adminUrl'));
+      u.host = `127.0.0.1:${running.port}`;
+      u.pathname = `/${database}`;
+      return u.toString();
+    },
+  };
+}
+
+/** The database name of a connection URL. */
+export function databaseOf(url: string): string {
+  return new URL(url).pathname.slice(1);
+}
+
+async function startPgBouncer(adminUrl: string, poolSize: number): Promise<{ port: number; proc: ChildProcess; dir: string }> {
+  if (!existsSync(BINARY)) throw new Error(`no PgBouncer at ${BINARY}: apt-get install pgbouncer (or set PGBOUNCER)`);
+  const server = new URL(adminUrl);
+  // PgBouncer refuses to run as root: then it runs as the user the server's files belong to
+  const asUser = process.getuid?.() === 0 ? userIds('postgres') ?? userIds('nobody') : undefined;
+  const dir = mkdtempSync(join(tmpdir(), 'leasehold-pgbouncer-'));
+  chmodSync(dir, 0o755);
+  for (let attempt = 0; ; attempt++) {
+    const port = await freePort();
+    const target = [`host=${server.hostname}`, `port=${server.port || 5432}`, `user=${decodeURIComponent(server.username) || 'postgres'}`];
+    if (server.password) target.push(`password=${decodeURIComponent(server.password)}`);
+    const ini = join(dir, 'pgbouncer.ini');
+    writeFileSync(
+      ini,
+      [
+        '[databases]',
+        // every database of the server, by the name the client asks for: each test file's own
+        `* = ${target.join(' ')}`,
+        '[pgbouncer]',
+        'listen_addr = 127.0.0.1',
+        `listen_port = ${port}`,
+        'unix_socket_dir =',
+        'auth_type = any',
+        'pool_mode = transaction',
+        `default_pool_size = ${poolSize}`,
+        'max_client_conn = 1000',
+        'max_db_connections = 0',
+        'ignore_startup_parameters = extra_float_digits,options',
+        'server_check_delay = 0',
+        'logfile =',
+        'pidfile =',
+        '',
+      ].join('\n'),
+    );
+    chmodSync(ini, 0o644);
+    const proc = spawn(BINARY, [ini], { stdio: ['ignore', 'ignore', 'pipe'], uid: asUser?.uid, gid: asUser?.gid });
+    let log = '';
+    proc.stderr!.setEncoding('utf8').on('data', (chunk: string) => (log = (log + chunk).slice(-4_000)));
+    if (await listening(port, proc, 10_000)) {
+      await ready(adminUrl, port);
+      return { port, proc, dir };
+    }
+    proc.kill('SIGKILL');
+    // another process may have taken the port between our probe and PgBouncer's bind
+    if (attempt >= 3) throw new Error(`PgBouncer did not start:\n${log}`);
+  }
+}
+
+function userIds(name: string): { uid: number; gid: number } | undefined {
+  const uid = spawnSync('id', ['-u', name], { encoding: 'utf8' });
+  const gid = spawnSync('id', ['-g', name], { encoding: 'utf8' });
+  if (uid.status !== 0 || gid.status !== 0) return undefined;
+  return { uid: Number(uid.stdout.trim()), gid: Number(gid.stdout.trim()) };
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  await new Promise((resolve) => server.close(resolve));
+  if (address === null || typeof address === 'string') throw new Error('no free port');
+  return address.port;
+}
+
+/** Waits until PgBouncer accepts connections on `port`, or has exited, or `deadlineMs` passed. */
+async function listening(port: number, proc: ChildProcess, deadlineMs: number): Promise<boolean> {
+  const until = Date.now() + deadlineMs;
+  while (Date.now() < until && proc.exitCode === null) {
+    const open = await new Promise<boolean>((resolve) => {
+      const socket = new Socket();
+      socket.once('connect', () => (socket.destroy(), resolve(true)));
+      socket.once('error', () => resolve(false));
+      socket.connect(port, '127.0.0.1');
+    });
+    if (open) return true;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return false;
+}
+
+/** One statement through PgBouncer to the server's own database, so a login works end to end. */
+async function ready(adminUrl: string, port: number): Promise<void> {
+  const u = new URL(adminUrl);
+  u.host = `127.0.0.1:${port}`;
+  const client = new pg.Client({ connectionString: u.toString() });
+  client.on('error', () => undefined);
+  await client.connect();
+  try {
+    await client.query('SELECT 1');
+  } finally {
+    await client.end();
+  }
+}
