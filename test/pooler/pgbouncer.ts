@@ -27,31 +27,46 @@ export interface PgBouncer {
  */
 export function usePgBouncer(options: { poolSize?: number } = {}): PgBouncer {
   const poolSize = options.poolSize ?? 10;
-  let running: { port: number; proc: ChildProcess; dir: string } | undefined;
+  let running: RunningPgBouncer | undefined;
   beforeAll(async () => {
     running = await startPgBouncer(inject('adminUrl'), poolSize);
   });
   afterAll(async () => {
-    if (running === undefined) return;
-    const { proc, dir } = running;
-    if (proc.exitCode === null) {
-      const exited = once(proc, 'exit');
-      proc.kill('SIGINT'); // immediate shutdown: closes every server connection
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 5_000).unref())]);
-      if (proc.exitCode === null) proc.kill('SIGKILL');
-    }
-    rmSync(dir, { recursive: true, force: true });
+    if (running !== undefined) await stopPgBouncer(running);
   });
   return {
     poolSize,
     url(database) {
       if (running === undefined) throw new Error('usePgBouncer: used outside a test');
-      const u = new URL(inject('adminUrl'));
-      u.host = `127.0.0.1:${running.port}`;
-      u.pathname = `/${database}`;
-      return u.toString();
+      return throughPgBouncer(inject('adminUrl'), running.port, database);
     },
   };
+}
+
+/** A PgBouncer started by {@link startPgBouncer}. */
+export interface RunningPgBouncer {
+  readonly port: number;
+  readonly proc: ChildProcess;
+  readonly dir: string;
+}
+
+/** `serverUrl` with PgBouncer's address and the given database. */
+export function throughPgBouncer(serverUrl: string, port: number, database: string): string {
+  const u = new URL(serverUrl);
+  u.host = `127.0.0.1:${port}`;
+  u.pathname = `/${database}`;
+  return u.toString();
+}
+
+/** Stops a PgBouncer at once (closing its server connections) and removes its folder. */
+export async function stopPgBouncer({ proc, dir }: RunningPgBouncer): Promise<void> {
+  if (proc.exitCode === null) {
+    const exited = once(proc, 'exit');
+    proc.kill('SIGINT'); // immediate shutdown: closes every server connection
+    await Promise.race([exited, new Promise((r) => setTimeout(r, 5_000).unref())]);
+    if (proc.exitCode === null) proc.kill('SIGKILL');
+  }
+  rmSync(dir, { recursive: true, force: true });
 }
 
 /** The database name of a connection URL. */
@@ -59,7 +74,11 @@ export function databaseOf(url: string): string {
   return new URL(url).pathname.slice(1);
 }
 
-async function startPgBouncer(adminUrl: string, poolSize: number): Promise<{ port: number; proc: ChildProcess; dir: string }> {
+/**
+ * Starts PgBouncer in transaction mode on a free port of 127.0.0.1, routing every database name
+ * to the server of `adminUrl` as its user.
+ */
+export async function startPgBouncer(adminUrl: string, poolSize: number): Promise<RunningPgBouncer> {
   if (!existsSync(BINARY)) throw new Error(`no PgBouncer at ${BINARY}: apt-get install pgbouncer (or set PGBOUNCER)`);
   const server = new URL(adminUrl);
   // PgBouncer refuses to run as root: then it runs as the user the server's files belong to
