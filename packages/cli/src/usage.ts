@@ -15,7 +15,7 @@ Commands:
   dead skip <ids> [--table t] [--reason text]
                                   dead -> done without running (unblocks an ordered group)
   purge --older-than 7d [--table t]
-                                  delete done rows finished longer ago than that
+                                  delete done and cancelled rows that ended longer ago than that
   schedules [list]                recurring schedules: cron, last tick, running or paused
   schedules pause|resume <names>  pause or resume schedules (paused ticks are skipped)
   task show <id>                  a task: status, attempts, error or result, its recorded

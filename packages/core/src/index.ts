@@ -94,6 +94,8 @@ export type { RunOptions, RunSettings } from './worker/settings.js';
 export type { RetryPolicy } from './transition-for.js';
 export type { BackoffPolicy } from './backoff.js';
 export type { HandlerContext } from './worker/handler-context.js';
+export type { RetentionOptions } from './retention/retention-options.js';
+export type { RetentionReport } from './retention/retention-runner.js';
 export type { CommitHook } from './worker/finalizer.js';
 export type { WorkerEventMap } from './worker/events.js';
 export type { ReapedRow } from './sql/lease-claim.js';

@@ -55,6 +55,9 @@ export { MIGRATE_HINT, describeDatabaseError } from './worker/database-not-ready
 // the queue gauges, for `leasehold stats --format prometheus`
 export { QUEUE_GAUGE_VALUES, queueAttributes, type QueueGauge } from './metrics/queue-gauges.js';
 export { leaseLiveQueueStats, type LiveQueueStats } from './sql/lease-live-stats.js';
+export { leasePurgeFinished, RESULT_HOLD_MS, type FinishedStatus } from './sql/lease-purge-finished.js';
+export { retentionSettings, type RetentionSettings } from './retention/retention-options.js';
+export { retentionTakeTurn } from './sql/retention-turn.js';
 
 // telemetry (OpenTelemetry, an optional peer dependency) for the publishers and the inbox
 export { currentTraceHeaders, TRACE_HEADERS } from './telemetry/trace-headers.js';

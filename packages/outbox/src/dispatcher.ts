@@ -4,6 +4,7 @@ import {
   type Duration,
   type LeaseWorker,
   type PgPoolLike,
+  type RetentionOptions,
   type WorkerLogger,
 } from '@leasehold/core';
 import { CORE_MIGRATION_LINE, parseDuration } from '@leasehold/core/internal';
@@ -81,6 +82,13 @@ export interface DispatcherOptions {
    * @defaultValue console
    */
   logger?: WorkerLogger | null;
+  /**
+   * Deleting delivered messages (and, when asked, dead ones) some time after they ended, in short
+   * batches; the dispatchers of a schema take turns at it, one at a time (see core's
+   * `RetentionOptions` and docs/operations.md, "Retention"). `false`: this dispatcher takes no
+   * turns. @defaultValue delivered messages leave 7 days after delivery, dead ones stay
+   */
+  retention?: RetentionOptions | false;
 }
 
 /**
@@ -146,6 +154,8 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     noPreparedStatements: options.noPreparedStatements,
     listenConnectionString: options.listenConnectionString,
     logger: options.logger,
+    // on unless turned off: the outbox must not grow without bound by default
+    retention: options.retention ?? {},
     // start() refuses a schema whose outbox (or core, whose trigger function it uses) is behind
     migrationLines: [CORE_MIGRATION_LINE, { line: 'outbox', migrations: MIGRATIONS }],
     // with OpenTelemetry: each publish runs in a "dispatch <event type>" span, a child of the

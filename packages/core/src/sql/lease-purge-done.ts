@@ -1,12 +1,12 @@
-import { sql } from 'kysely';
 import type { LeasedTable } from '../leased-table.js';
-import { execute, type Executor } from './execute.js';
-import { tableRef } from './table-ref.js';
+import type { Executor } from './execute.js';
+import { leasePurgeFinished } from './lease-purge-finished.js';
 
 /**
  * Retention: deletes at most `limit` `done` rows finished more than `olderThanMs` ago (by the
  * database's clock), oldest first, and returns how many it deleted. Unfinished and dead rows are
- * never touched.
+ * never touched, nor a done child whose parent has not ended, nor a row someone waits for that
+ * ended within the last hour (see `docs/operations.md`, "Retention").
  *
  * Locks: at most `limit` rows, `FOR UPDATE SKIP LOCKED`, so it never waits for a row another
  * purge (or anyone) holds and never holds more than one batch. Call it in a loop, each call its
@@ -22,31 +22,11 @@ import { tableRef } from './table-ref.js';
  *   as `id IN (…)` with current statistics, a batch of 1,000 beside 210,000 rows was hashed and
  *   joined to a scan of the whole table.
  *
+ * Workers do this by default (`retention` of `createWorker`); this is for one-off use.
+ *
  * @example
  * while ((await leasePurgeDone(pool, taskTable(), 7 * 86_400_000, 1_000)) === 1_000);
  */
-export async function leasePurgeDone(
-  executor: Executor,
-  table: LeasedTable<unknown>,
-  olderThanMs: number,
-  limit: number,
-): Promise<number> {
-  const t = tableRef(table);
-  const [row] = await execute<{ deleted: string }>(
-    executor,
-    sql`
-      WITH deleted AS (
-        DELETE FROM ${t}
-        WHERE id = ANY(ARRAY(
-          SELECT id FROM ${t}
-          WHERE status = 'done' AND done_at < now() - ${olderThanMs} * interval '1 millisecond'
-          ORDER BY done_at
-          LIMIT (SELECT ${limit}::bigint)
-          FOR UPDATE SKIP LOCKED))
-        RETURNING 1
-      )
-      SELECT count(*) AS deleted FROM deleted
-    `,
-  );
-  return Number(row?.deleted ?? 0);
+export function leasePurgeDone(executor: Executor, table: LeasedTable<unknown>, olderThanMs: number, limit: number): Promise<number> {
+  return leasePurgeFinished(executor, table, 'done', olderThanMs, limit);
 }

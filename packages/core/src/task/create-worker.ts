@@ -18,6 +18,7 @@ import { limitDeclarations } from '../limits/limit-declarations.js';
 import { createScheduler } from '../schedule/scheduler.js';
 import type { ScheduleDefinition } from '../schedule/define-schedule.js';
 import { TaskWorker } from './task-worker.js';
+import type { RetentionOptions } from '../retention/retention-options.js';
 import type { LeaseWorkerOptions } from '../worker/lease-worker-options.js';
 import type { TaskContext, TaskDefinition } from './define-task.js';
 import { prepareInserts, validatePayload } from './enqueue.js';
@@ -41,6 +42,13 @@ export type WorkerOptions = Pick<LeaseWorkerOptions<TaskRow>, RuntimeOptions> & 
    * stopped with it. Their tasks may run on this worker or on others. @defaultValue none
    */
   schedules?: readonly ScheduleDefinition<unknown>[];
+  /**
+   * Deleting old finished rows of the task table, with their steps and signals (see
+   * {@link RetentionOptions} and docs/operations.md, "Retention"): the workers take turns, one at
+   * a time. `false`: this worker takes no turns. @defaultValue done and cancelled rows leave 7
+   * days after they ended, dead rows stay
+   */
+  retention?: RetentionOptions | false;
 };
 
 type WorkerRuntime = LeaseWorkerOptions<TaskRow>;
@@ -69,7 +77,7 @@ export function createWorker(options: WorkerOptions): Worker {
     if (byName.has(task.name)) throw new ConfigError('tasks', `Task "${task.name}" is listed twice`);
     byName.set(task.name, task);
   }
-  const { tasks: _tasks, schema, schedules, ...runtime } = options;
+  const { tasks: _tasks, schema, schedules, retention, ...runtime } = options;
   const table = taskTable(schema);
   // checked now, like the tasks: a schedule's mistakes fail here, not at start()
   const scheduler =
@@ -83,6 +91,8 @@ export function createWorker(options: WorkerOptions): Worker {
   return new TaskWorker({
     ...runtime,
     table,
+    // on unless turned off: history must not grow without bound by default
+    retention: retention ?? {},
     names: [...byName.keys()],
     // recorded at start(); the claim keeps the tasks within them
     limits: limitDeclarations([...byName.values()]),

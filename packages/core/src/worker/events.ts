@@ -3,6 +3,7 @@ import type { LeaseLostError } from '../errors.js';
 import type { PoolCounts } from './checkout-watch.js';
 import type { ReapedRow } from '../sql/lease-claim.js';
 import type { Claimed } from '../sql/lease-row.js';
+import type { RetentionReport } from '../retention/retention-runner.js';
 
 /**
  * Everything a worker reports, as `noun:verb` events with one payload object each.
@@ -58,6 +59,12 @@ export interface WorkerEventMap<Row> {
    * logged (warn).
    */
   'worker:abandoned': [{ owner: string; tasks: Claimed<Row>[]; connections: number }];
+  /**
+   * This worker's retention turn deleted old finished rows (with their steps and signals): how
+   * many per status, in how many statements. Also logged (info). `behind`: the turn used its
+   * interval and rows are still due (deletion falls behind what finishes; see docs/operations.md).
+   */
+  'retention:purged': [RetentionReport];
   /** `stop()` finished: nothing in flight, no connection held. */
   'worker:stopped': [{ owner: string }];
 }

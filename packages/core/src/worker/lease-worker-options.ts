@@ -6,6 +6,7 @@ import type { LeasedTable } from '../leased-table.js';
 import type { MigrationLine } from '../migrate/migrator.js';
 import { checkOwner } from '../primitives.js';
 import type { Claimed } from '../sql/lease-row.js';
+import { retentionSettings, type RetentionOptions, type RetentionSettings } from '../retention/retention-options.js';
 import type { LimitDeclaration } from '../sql/limit-register-many.js';
 import type { TelemetryNaming } from '../telemetry/worker-telemetry.js';
 import type { PgPoolLike } from '../sql/transaction.js';
@@ -99,6 +100,13 @@ export interface LeaseWorkerOptions<Row> extends RunOptions, PoolerOptions {
    */
   telemetry?: TelemetryNaming<Row>;
 }
+  /**
+   * Deleting the table's old finished rows (see {@link RetentionOptions}): this worker takes its
+   * turns at it, one worker of all at a time; `false` or left out, it never does. `createWorker`
+   * and the outbox dispatcher turn it on unless told otherwise.
+   * @defaultValue off
+   */
+  retention?: RetentionOptions | false;
 
 /** Checked, frozen options. @internal */
 export interface NormalizedLeaseWorkerOptions<Row> {
@@ -134,6 +142,8 @@ export function normalizeLeaseWorkerOptions<Row>(options: LeaseWorkerOptions<Row
   if (typeof options.pool?.connect !== 'function' || typeof options.pool.query !== 'function') {
     throw new ConfigError('pool', 'Expected `pool` to be a pg Pool');
   }
+  /** Undefined: this worker takes no retention turns. */
+  readonly retention: RetentionSettings | undefined;
   if (typeof options.handle !== 'function') throw new ConfigError('handle', 'Expected `handle` to be a function');
   const owner = checkOwner(options.owner ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`);
   const concurrency = parseInteger(options.concurrency ?? 8, 'concurrency', 1, 10_000);
@@ -181,6 +191,7 @@ function checkLimits<Row>(options: LeaseWorkerOptions<Row>): readonly LimitDecla
   if (limits.length > 0 && options.table.limitTable === undefined) {
     throw new ConfigError('limits', `Table ${options.table.schema}.${options.table.table} has no limit table: its rows cannot run under limits`);
   }
+    retention: options.retention === undefined ? undefined : retentionSettings(options.retention),
   return Object.freeze([...limits]);
 }
 

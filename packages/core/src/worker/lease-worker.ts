@@ -12,6 +12,8 @@ import { Listener } from './listener.js';
 import { probeListenPath } from './listen-probe.js';
 import { noPreparedStatements } from '../sql/execute.js';
 import { limitRegisterMany } from '../sql/limit-register-many.js';
+import { RetentionRunner } from '../retention/retention-runner.js';
+import { logRetention } from '../retention/retention-log.js';
 import { settlesBy } from './settles-by.js';
 import { TaskRunner } from './task-runner.js';
 import { TrackedPool } from './tracked-pool.js';
@@ -22,6 +24,8 @@ import { shutDown } from './worker-shutdown.js';
 
 /** How long `start()` waits for the database to answer its check. */
 const START_CHECK_TIMEOUT_MS = 10_000;
+/** How long a stop waits, after the rest, for a retention batch in flight before cutting it. */
+const RETENTION_STOP_MS = 500;
 
 /** Options of {@link LeaseWorker.stop}. */
 export interface StopOptions {
@@ -57,6 +61,8 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
   readonly #sizing: ClaimSizing;
   readonly #heartbeat: Heartbeat;
   readonly #listener: Listener | undefined;
+  /** This worker's share of deleting old finished rows, when it takes part. */
+  readonly #retention: RetentionRunner | undefined;
   /** The listener's errors while a start checks the database (see `#begin`), or undefined. */
   #startErrors: Error[] | undefined;
   readonly #log: WorkerLog;
@@ -119,6 +125,17 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
     this.#listener = this.#o.listen
       ? new Listener(pool, table.channel, () => this.#wakeup.wake(), (error) => (this.#startErrors ? this.#startErrors.push(error) : this.#error(error)), this.#o.listenConnectionString)
       : undefined;
+    this.#retention = this.#o.retention === undefined ? undefined : new RetentionRunner({
+      db: this.#db,
+      table,
+      owner: this.owner,
+      settings: this.#o.retention,
+      onPurged: (report) => {
+        logRetention(this.#log, report);
+        safeEmit(this, 'retention:purged', report);
+      },
+      onError: (error) => this.#error(error),
+    });
     // behind a pooler, the worker's own statements are not named either (the pool is marked)
     if (this.#o.pooled) noPreparedStatements(this.#db);
   }
@@ -210,6 +227,7 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
       running: this.#running,
       onError: (error) => this.#error(error),
     });
+    this.#retention?.start();
     safeEmit(this, 'worker:started', { owner: this.owner });
   }
 
@@ -248,6 +266,8 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
 
   async #shutdown(timeoutMs: number): Promise<void> {
     this.#state = 'stopping';
+    // no new batch starts; the one in flight (a short DELETE) is waited for below
+    const retentionStopped = this.#retention?.stop();
     await shutDown(
       {
         owner: this.owner,
@@ -264,6 +284,7 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
       },
       timeoutMs,
     );
+    if (retentionStopped !== undefined && !(await settlesBy(retentionStopped, performance.now() + RETENTION_STOP_MS))) this.#db.abandon();
     this.#db.close();
     onPoolError(this.#o.pool, this.#onPoolError, 'off');
     this.#state = 'stopped';
