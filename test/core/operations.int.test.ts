@@ -201,7 +201,7 @@ async function remaining(): Promise<string[]> {
 describe('leaseStats', () => {
   it('is zero on an empty table', async () => {
     expect(await leaseStats(t.pool, table)).toEqual({
-      counts: { pending: 0, processing: 0, done: 0, dead: 0 }, oldestPendingAgeMs: null, expiredLeases: 0, attempts: [],
+      counts: { pending: 0, processing: 0, done: 0, dead: 0 }, oldestPendingAgeMs: null, expiredLeases: 0, attempts: [], estimated: false,
     });
   });
 

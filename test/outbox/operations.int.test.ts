@@ -28,7 +28,7 @@ describe('stats', () => {
   it('is empty on an empty outbox', async () => {
     await resetOutbox(t.db);
     expect(await outbox.stats(t.pool)).toEqual({
-      counts: { pending: 0, processing: 0, done: 0, dead: 0 }, oldestPendingAgeMs: null, expiredLeases: 0, attempts: [],
+      counts: { pending: 0, processing: 0, done: 0, dead: 0 }, oldestPendingAgeMs: null, expiredLeases: 0, attempts: [], estimated: false,
     });
   });
 

@@ -59,6 +59,7 @@ function totalOf(queues: readonly QueueStats[]): Omit<QueueStats, 'name'> {
     dead: sum('dead'),
     oldestPendingAgeMs: ages.length === 0 ? null : Math.max(...ages),
     expiredLeases: sum('expiredLeases'),
+    estimated: queues.some((q) => q.estimated),
   };
 }
 
@@ -67,14 +68,16 @@ export function renderStats(report: StatsReport): string {
   const rows: (string | number)[][] = [];
   for (const { table, queues, total } of report.tables) {
     const line = (name: string, q: Omit<QueueStats, 'name'>) =>
-      [table, name, q.pending, q.processing, q.done, q.dead, formatAge(q.oldestPendingAgeMs), q.expiredLeases];
+      [table, name, q.pending, q.processing, q.estimated ? `~${q.done}` : q.done, q.dead, formatAge(q.oldestPendingAgeMs), q.expiredLeases];
     if (queues.length === 0) rows.push(line('(empty)', total));
     for (const q of queues) rows.push(line(q.name, q));
     if (queues.length > 1) rows.push(line('(all)', total));
   }
   const headers = ['TABLE', 'QUEUE', 'PENDING', 'PROCESSING', 'DONE', 'DEAD', 'OLDEST PENDING', 'EXPIRED LEASES'];
   const queues = renderTable(headers, rows, [2, 3, 4, 5, 6, 7]);
-  const parts = [queues];
+  const estimated = report.tables.some((t) => t.total.estimated);
+  // a large table's done rows are sampled, not counted: say so next to the numbers
+  const parts = estimated ? [queues, '~ estimated from a sample of the table (it is too large to count every finished row)'] : [queues];
   if (report.limits.length > 0) parts.push(renderLimits(report.limits));
   if (report.schedules.length > 0) parts.push(renderSchedules({ schema: report.schema, schedules: report.schedules }));
   return parts.join('\n\n');
@@ -82,7 +85,7 @@ export function renderStats(report: StatsReport): string {
 
 /**
  * `leasehold stats`: counts by status, oldest pending age and expired leases, per queue, then the
- * limits and schedules; with
+ * limits and schedules (done rows of a large table estimated, marked `~`); with
  * `--format prometheus` the queue gauges in Prometheus' text format.
  */
 export const statsCommand: CommandHandler = async (ctx) => {

@@ -6,7 +6,7 @@ import { tableRef } from './table-ref.js';
 import { oldestWaitingAgeMs } from './waiting-since.js';
 
 /** The figures of {@link QueueStats} that need no finished row: what the queue gauges report. */
-export type LiveQueueStats = Omit<QueueStats, 'done'>;
+export type LiveQueueStats = Omit<QueueStats, 'done' | 'estimated'>;
 
 /**
  * {@link leaseQueueStats} without the `done` count, read from the table's partial indexes: the
@@ -30,7 +30,7 @@ export async function leaseLiveQueueStats(executor: Executor, table: LeasedTable
              count(*) FILTER (WHERE status = 'dead') AS dead,
              count(*) FILTER (WHERE status = 'processing' AND lease_until < now()) AS expired,
              ${oldestWaitingAgeMs()} AS oldest_ms
-      FROM (${sql.join(liveSources(table).map((where) => liveRows(table, where)), sql` UNION ALL `)}) AS live
+      FROM (${liveRows(table)}) AS live
       GROUP BY 1
       ORDER BY 1
     `,
@@ -52,18 +52,26 @@ export async function leaseLiveQueueStats(executor: Executor, table: LeasedTable
  * pending, processing and dead row exactly once: a pending row is blocked, or not and then due
  * now or scheduled, under a limit or not.
  */
-function liveSources(table: LeasedTable<unknown>): RawBuilder<unknown>[] {
+function liveSources(table: LeasedTable<unknown>, parked: boolean): RawBuilder<unknown>[] {
   const ready = sql`status = 'pending' AND NOT blocked AND NOT scheduled`;
   const due = sql`status = 'pending' AND scheduled AND NOT blocked`;
   const pendingSources = table.limitTable === undefined
     ? [ready, due]
     : [sql`${ready} AND flow IS NULL`, sql`${due} AND flow IS NULL`, sql`${ready} AND flow IS NOT NULL`, sql`${due} AND flow IS NOT NULL`];
-  return [...pendingSources, sql`blocked AND status = 'pending'`, sql`status = 'processing'`, sql`status = 'dead'`];
+  const parkedSource = parked && table.waits === true ? [sql`status = 'waiting'`] : [];
+  return [...pendingSources, sql`blocked AND status = 'pending'`, sql`status = 'processing'`, sql`status = 'dead'`, ...parkedSource];
 }
 
-function liveRows(table: LeasedTable<unknown>, where: RawBuilder<unknown>): RawBuilder<unknown> {
-  return sql`
+/**
+ * Every pending, processing and dead row of the table (and with `parked`, on core's task table,
+ * every waiting one: core migration 12's `task_parked`), each read from its partial index, as
+ * `name, status, blocked, attempts, available_at, created_at, lease_until`: a `UNION ALL` to
+ * aggregate over. Reads no finished row.
+ * @internal
+ */
+export function liveRows(table: LeasedTable<unknown>, parked = false): RawBuilder<unknown> {
+  return sql.join(liveSources(table, parked).map((where) => sql`
     SELECT ${sql.ref(table.nameColumn)} AS name, status, blocked, attempts, available_at, created_at, lease_until
     FROM ${tableRef(table)}
-    WHERE ${where}`;
+    WHERE ${where}`), sql` UNION ALL `);
 }

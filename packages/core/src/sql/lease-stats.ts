@@ -2,6 +2,8 @@ import { sql } from 'kysely';
 import type { LeasedTable } from '../leased-table.js';
 import type { TaskStatus } from '../task-status.js';
 import { execute, type Executor } from './execute.js';
+import { finishedCount, sampledFinished } from './finished-sample.js';
+import { liveRows } from './lease-live-stats.js';
 import { tableRef } from './table-ref.js';
 import { ageMs, waitingSince } from './waiting-since.js';
 
@@ -23,18 +25,29 @@ export interface LeaseStats {
   readonly expiredLeases: number;
   /** Unfinished (pending or processing) rows by attempts so far, ascending (a sign of retries piling up). */
   readonly attempts: ReadonlyArray<{ readonly attempts: number; readonly count: number }>;
+  /**
+   * `counts.done` and `counts.cancelled` are estimates from a sample of the table's pages (the
+   * table is too large to count every finished row cheaply). Every other figure is exact.
+   */
+  readonly estimated: boolean;
 }
 
 /**
- * Reads {@link LeaseStats} with one statement, so all numbers come from the same snapshot.
- * Takes no locks. Scans every row once, finished ones included: purge `done` rows (see
- * `leasePurgeDone`) to keep it cheap.
+ * Reads {@link LeaseStats} with one statement, so all numbers come from the same snapshot (one
+ * more reads the table's size first). Takes no locks. Costs what it returns, not what the table
+ * holds: a small table (up to 16 MB) is read whole and every count is exact; in a larger one the
+ * unfinished and dead rows are read from their partial indexes (exact), and the done and
+ * cancelled rows are estimated from a sample of about 1,000 pages (`estimated`).
  *
  * @example
  * const { counts, oldestPendingAgeMs } = await leaseStats(pool, taskTable());
  */
 export async function leaseStats(executor: Executor, table: LeasedTable<unknown>): Promise<LeaseStats> {
   const t = tableRef(table);
+  const count = await finishedCount(executor, table);
+  // a large table: the unfinished rows from their indexes, the finished ones from a sample
+  const source = count.exact ? t : sql`(${liveRows(table, true)}) AS live`;
+  const finished = count.exact ? sql`` : sql`UNION ALL SELECT status, sum(n) AS n FROM (${sampledFinished(table, count.percent)}) AS f GROUP BY status`;
   const [row] = await execute<{
     counts: Record<string, string> | null; oldest_ms: string | null; expired: string;
     attempts: Array<{ attempts: number; count: number }> | null;
@@ -46,11 +59,11 @@ export async function leaseStats(executor: Executor, table: LeasedTable<unknown>
       WITH per AS MATERIALIZED (
         SELECT status, attempts, count(*) AS n, ${waitingSince()} AS since,
                count(*) FILTER (WHERE status = 'processing' AND lease_until < now()) AS expired
-        FROM ${t}
+        FROM ${source}
         GROUP BY status, attempts
       )
       SELECT
-        (SELECT jsonb_object_agg(status, n) FROM (SELECT status, sum(n) AS n FROM per GROUP BY status) AS s) AS counts,
+        (SELECT jsonb_object_agg(status, n) FROM (SELECT status, sum(n) AS n FROM per GROUP BY status ${finished}) AS s) AS counts,
         (SELECT ${ageMs(sql`min(since)`)} FROM per) AS oldest_ms,
         (SELECT coalesce(sum(expired), 0) FROM per) AS expired,
         (SELECT jsonb_agg(jsonb_build_object('attempts', attempts, 'count', n) ORDER BY attempts)
@@ -64,5 +77,6 @@ export async function leaseStats(executor: Executor, table: LeasedTable<unknown>
     oldestPendingAgeMs: row?.oldest_ms == null ? null : Math.max(0, Number(row.oldest_ms)),
     expiredLeases: Number(row?.expired ?? 0),
     attempts: (row?.attempts ?? []).map((a) => ({ attempts: Number(a.attempts), count: Number(a.count) })),
+    estimated: !count.exact,
   };
 }

@@ -1,0 +1,50 @@
+import { sql, type RawBuilder } from 'kysely';
+import type { LeasedTable } from '../leased-table.js';
+import { execute, type Executor } from './execute.js';
+import { tableRef } from './table-ref.js';
+
+/**
+ * Up to this many pages (16 MB at 8 kB, some 100,000 rows), the stats count every row: reading
+ * the whole table costs a few milliseconds, and the counts are exact.
+ */
+export const EXACT_MAX_PAGES = 2_048;
+
+/**
+ * Beyond that, finished rows (done, cancelled) are counted in a sample of about this many pages
+ * (TABLESAMPLE SYSTEM: whole pages, each taken with the same probability) and scaled up: the
+ * stats then read some 1,000 pages whatever the table holds, and a status or name with a share
+ * of 1 % of the table comes out within about ±10 % (more for smaller shares). Unfinished and
+ * dead rows are still counted exactly, from their partial indexes.
+ */
+export const SAMPLE_PAGES = 1_000;
+
+/** How the stats count the finished rows of a table: all of them, or a sample of `percent` of its pages. */
+export type FinishedCount = { readonly exact: true } | { readonly exact: false; readonly percent: number };
+
+/**
+ * Decides from the table's size on disk (one cheap statement: the file's length, no row read)
+ * whether finished rows are counted or sampled.
+ * @internal
+ */
+export async function finishedCount(executor: Executor, table: LeasedTable<unknown>): Promise<FinishedCount> {
+  const [row] = await execute<{ pages: string }>(
+    executor,
+    sql`SELECT pg_relation_size(format('%I.%I', ${table.schema}::text, ${table.table}::text)::regclass)
+               / current_setting('block_size')::bigint AS pages`,
+  );
+  const pages = Number(row?.pages ?? 0);
+  return pages <= EXACT_MAX_PAGES ? { exact: true } : { exact: false, percent: (100 * SAMPLE_PAGES) / pages };
+}
+
+/**
+ * `name, status, n`: the finished rows (done, cancelled) per name and status, estimated from a
+ * sample of `percent` of the table's pages, scaled to the whole table.
+ * @internal
+ */
+export function sampledFinished(table: LeasedTable<unknown>, percent: number): RawBuilder<unknown> {
+  return sql`
+    SELECT ${sql.ref(table.nameColumn)} AS name, status, round(count(*) * 100 / ${percent}::float8) AS n
+    FROM ${tableRef(table)} TABLESAMPLE SYSTEM (${percent}::float4)
+    WHERE status IN ('done', 'cancelled')
+    GROUP BY 1, 2`;
+}
