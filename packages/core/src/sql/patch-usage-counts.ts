@@ -41,7 +41,6 @@ export interface PatchFilter {
 export async function patchUsageCounts(executor: Executor, table: LeasedTable<unknown>, filter: PatchFilter): Promise<PatchUsageRow[]> {
   const steps = stepTableRef(table);
   const onlyTask = filter.task === undefined ? sql`true` : sql`name = ${filter.task}::text`;
-  // a run's steps are few and found by its id (the steps' primary key); kind tells the markers
   const onlyPatch = filter.patch === undefined ? sql`true` : sql`s.name = ${`patch:${filter.patch}`}::text`;
   // the pair asked for by name, when no unfinished run recorded it
   const asked = filter.task !== undefined && filter.patch !== undefined
@@ -54,9 +53,13 @@ export async function patchUsageCounts(executor: Executor, table: LeasedTable<un
         SELECT * FROM (${unfinishedRows(tableRef(table), sql`id, name, created_at`, onlyTask)}) AS u
       ),
       marker AS MATERIALIZED (
-        SELECT o.id, o.name AS task, substr(s.name, 7) AS patch, s.result = 'true'::jsonb AS new_path, s.created_at
-        FROM open AS o JOIN ${steps} AS s ON s.task_id = o.id
-        WHERE ${onlyPatch} AND s.kind = 'patch'
+        SELECT o.name AS task, o.created_at AS run_created_at, substr(s.name, 7) AS patch,
+               s.result = 'true'::jsonb AS new_path, s.created_at
+        FROM ${steps} AS s JOIN open AS o ON o.id = s.task_id
+        -- the unfinished runs' markers by the steps' primary key: a join by hash would read every
+        -- marker the table keeps, finished runs' too, and a lookup per run (LATERAL) was estimated
+        -- so high that JIT compiled the statement for longer than it ran
+        WHERE s.task_id = ANY (ARRAY(SELECT id FROM open)) AND ${onlyPatch} AND s.kind = 'patch'
       ),
       pair AS MATERIALIZED (
         SELECT task, patch,
@@ -66,15 +69,23 @@ export async function patchUsageCounts(executor: Executor, table: LeasedTable<un
         FROM marker GROUP BY 1, 2
         ${asked}
       ),
-      -- runs of the task without this marker, created before it was first taken (all, if never)
-      undecided AS (
-        SELECT p.task, p.patch, count(*) AS n
-        FROM pair AS p JOIN open AS o ON o.name = p.task AND o.created_at < coalesce(p.first_new_at, 'infinity')
-        WHERE NOT EXISTS (SELECT 1 FROM marker AS x WHERE x.id = o.id AND x.patch = p.patch)
+      -- undecided: the task's runs created before the patch was first taken (all, if never),
+      -- less those of them that recorded it; counted apart, so no join depends on an estimate
+      before AS (
+        SELECT p.task, p.patch, count(o.*) AS runs
+        FROM pair AS p LEFT JOIN open AS o ON o.name = p.task AND o.created_at < coalesce(p.first_new_at, 'infinity')
+        GROUP BY 1, 2
+      ),
+      marked_before AS (
+        SELECT p.task, p.patch, count(*) AS runs
+        FROM pair AS p JOIN marker AS m ON m.task = p.task AND m.patch = p.patch
+        WHERE m.run_created_at < coalesce(p.first_new_at, 'infinity')
         GROUP BY 1, 2
       )
-      SELECT p.task, p.patch, p.new_path, p.old_path, p.first_new_at, coalesce(u.n, 0) AS undecided
-      FROM pair AS p LEFT JOIN undecided AS u ON u.task = p.task AND u.patch = p.patch
+      SELECT p.task, p.patch, p.new_path, p.old_path, p.first_new_at, b.runs - coalesce(mb.runs, 0) AS undecided
+      FROM pair AS p
+        JOIN before AS b ON b.task = p.task AND b.patch = p.patch
+        LEFT JOIN marked_before AS mb ON mb.task = p.task AND mb.patch = p.patch
       ORDER BY p.task, p.patch
     `,
   );
