@@ -1,12 +1,12 @@
 import { parseArgs } from 'node:util';
-import { parseDuration, validateIdentifier } from '@leasehold/core/internal';
+import { checkName, parseDuration, validateIdentifier } from '@leasehold/core/internal';
 import { dashboardArgsOf, type DashboardArgs } from './dashboard-args.js';
 import { UsageError } from './errors.js';
 
 /** The commands, as typed (`dead list` is one command of two words). */
 export const COMMANDS = [
   'migrate', 'stats', 'dead list', 'dead retry', 'dead skip', 'purge', 'watch', 'dashboard',
-  'schedules list', 'schedules pause', 'schedules resume', 'cancel', 'task show', 'help', 'version',
+  'schedules list', 'schedules pause', 'schedules resume', 'cancel', 'task show', 'patches', 'help', 'version',
 ] as const;
 
 /** One of {@link COMMANDS}. */
@@ -44,6 +44,10 @@ export interface Invocation {
   readonly olderThanText: string | undefined;
   readonly intervalMs: number;
   readonly withInbox: boolean;
+  /** `patches --task`: only this task name. */
+  readonly task: string | undefined;
+  /** `patches --patch`: only this patch id. */
+  readonly patch: string | undefined;
   /** `dashboard`'s `--host`, `--port`, `--token`, `--read-only`. */
   readonly dashboard: DashboardArgs;
 }
@@ -65,6 +69,8 @@ const OPTIONS = {
   port: { type: 'string' },
   token: { type: 'string' },
   'read-only': { type: 'boolean' },
+  task: { type: 'string' },
+  patch: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean' },
 } as const;
@@ -88,6 +94,7 @@ const ALLOWED: Readonly<Record<Command, readonly OptionName[]>> = {
   'schedules resume': [],
   cancel: ['reason'],
   'task show': [],
+  patches: ['task', 'patch'],
   help: [],
   version: [],
 };
@@ -135,6 +142,8 @@ export function parseCommandLine(argv: readonly string[]): Invocation {
     olderThanText: values['older-than'],
     intervalMs: values.interval === undefined ? 2_000 : durationOf(values.interval, '--interval', false),
     withInbox: values['with-inbox'] === true,
+    task: values.task === undefined ? undefined : checked(() => checkName(values.task, '--task'), '--task'),
+    patch: values.patch === undefined ? undefined : checked(() => checkName(values.patch, '--patch'), '--patch'),
     dashboard: dashboardArgsOf(values),
   });
 }

@@ -6,6 +6,7 @@ import { dashboardCommand } from './commands/dashboard.js';
 import { deadListCommand } from './commands/dead-list.js';
 import { deadResolveCommand } from './commands/dead-resolve.js';
 import { migrateCommand } from './commands/migrate.js';
+import { patchesCommand } from './commands/patches.js';
 import { purgeCommand } from './commands/purge.js';
 import { schedulesListCommand, schedulesPauseCommand } from './commands/schedules.js';
 import { statsCommand } from './commands/stats.js';
@@ -36,6 +37,7 @@ const HANDLERS: Readonly<Record<Exclude<Command, 'help' | 'version'>, CommandHan
   'schedules resume': schedulesPauseCommand(false),
   cancel: cancelCommand,
   'task show': taskShowCommand,
+  patches: patchesCommand,
 };
 
 /** What {@link run} needs from the process. */

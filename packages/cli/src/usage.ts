@@ -5,7 +5,9 @@ Usage: leasehold <command> [options]
 
 Commands:
   migrate [--with-inbox]          create or upgrade the task and outbox tables (and the inbox)
-  stats [--format prometheus]     per queue: counts by status, oldest pending age, expired leases
+  stats [--format prometheus]     per queue: counts by status, oldest pending age, expired leases;
+                                  workflow versions in flight when it matters (several of a task,
+                                  one no live worker accepts, runs that failed replay)
                                   (prometheus: the leasehold_queue_* gauges, for a textfile collector)
   watch [--interval 2s]           stats, refreshed until Ctrl-C
   dead list [--table t] [--limit 100]
@@ -22,6 +24,9 @@ Commands:
                                   workflow steps and its children
   cancel <id> [--reason text]     cancel a task and its unfinished descendants (a running one
                                   is told within a heartbeat); an ended task stays as it is
+  patches [--task name] [--patch id]
+                                  per workflow patch (ctx.patched): unfinished runs on the new
+                                  path, on the old path, and undecided; whether the old branch can go
   dashboard [--host 127.0.0.1] [--port 4100] [--token t] [--read-only]
                                   the web dashboard until Ctrl-C; any host but a loopback
                                   one needs --token (or $LEASEHOLD_DASHBOARD_TOKEN)

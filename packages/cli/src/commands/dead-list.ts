@@ -1,4 +1,4 @@
-import { leaseDeadList } from '@leasehold/core';
+import { leaseDeadList, NON_DETERMINISM_ERROR_PREFIX } from '@leasehold/core';
 import type { TableName } from '../args.js';
 import { EXIT_CODES } from '../exit-codes.js';
 import { renderTable } from '../format/table.js';
@@ -39,6 +39,11 @@ export const deadListCommand: CommandHandler = async (ctx) => {
   }
   if (dead.length === 0) ctx.io.out(`no dead rows in schema "${tables.schema}"`);
   else ctx.io.out(render(dead, ctx.io.columns));
+  const replay = dead.filter((d) => d.lastError?.startsWith(NON_DETERMINISM_ERROR_PREFIX)).length;
+  if (replay > 0) {
+    // their steps are kept: what fixes them is a deploy, then a retry, not a retry alone
+    ctx.io.out(`\n${replay} of these failed replay (NonDeterminismError): the code no longer matches what the run recorded. Deploy code that can run them, then "leasehold dead retry <ids>" resumes them with their recorded steps.`);
+  }
   for (const table of truncated) ctx.io.err(`(showing the first ${limit} dead rows of ${table}; raise --limit to see more)`);
   return EXIT_CODES.ok;
 };

@@ -5,6 +5,7 @@ import { formatAge } from '../format/age.js';
 import { renderPrometheus } from '../format/prometheus.js';
 import { readLimits, renderLimits } from '../format/limits.js';
 import { renderTable } from '../format/table.js';
+import { readVersions, renderVersions, versionsWorthShowing, type VersionsReport } from '../format/versions.js';
 import type { LeasedTables } from '../leased-tables.js';
 import { queueStats, type QueueStats } from '../sql/queue-stats.js';
 import { scheduleList, type LimitRow, type ScheduleRow } from '@leasehold/core';
@@ -25,6 +26,8 @@ export interface StatsReport {
   readonly limits: readonly LimitRow[];
   /** The schedules workers declared (`defineSchedule`): cron, last tick, paused or running. */
   readonly schedules: readonly ScheduleRow[];
+  /** Workflow versions in flight and replay failures; null without a task table or on a schema before core migration 11. */
+  readonly versions: VersionsReport | null;
 }
 
 /** Reads the stats of every table of the schema. */
@@ -35,7 +38,8 @@ export async function readStats(pool: pg.Pool, tables: LeasedTables): Promise<St
   });
   const limits = tables.task === undefined ? [] : await readLimits(pool, tables.schema);
   const schedules = tables.task === undefined ? [] : await readSchedules(pool, tables.schema);
-  return { schema: tables.schema, tables: await Promise.all(read), limits, schedules };
+  const versions = tables.task === undefined ? null : await readVersions(pool, tables.schema);
+  return { schema: tables.schema, tables: await Promise.all(read), limits, schedules, versions };
 }
 
 /** The schedules of `schema`; none on a schema that predates them (core migration 4). */
@@ -80,6 +84,7 @@ export function renderStats(report: StatsReport): string {
   const parts = estimated ? [queues, '~ estimated from a sample of the table (it is too large to count every finished row)'] : [queues];
   if (report.limits.length > 0) parts.push(renderLimits(report.limits));
   if (report.schedules.length > 0) parts.push(renderSchedules({ schema: report.schema, schedules: report.schedules }));
+  if (report.versions !== null && versionsWorthShowing(report.versions)) parts.push(renderVersions(report.versions));
   return parts.join('\n\n');
 }
 
