@@ -75,14 +75,14 @@ describe('fenced statements at production sizes', () => {
 
   it.each(['current', 'stale'] as const)(`with ${IN_FLIGHT.toLocaleString('en')} other leases in flight, recording the steps of 16 running workflows reads only their rows (%s statistics)`, async (stats) => {
     const mine = (await leasedTasks(stats)).slice(0, 16);
-    const steps = mine.map((id) => ({ taskId: id, leaseVersion: 1, name: 'charge', resultJson: '{"ok":true}' }));
+    const steps = mine.map((id) => ({ taskId: id, leaseVersion: 1, name: 'charge', resultJson: '{"ok":true}', position: 0 }));
     const record = await recordStatement((executor) => taskStepRecordMany(executor, table, steps));
     const reads = await statementPlanReads(t.pool, table.table, record);
     // planned on the processing rows' index with stale statistics, 16 steps compared each of
     // the 51,000 rows with each step: 355 ms
     expect(reads.rowsTouched, reads.plan).toBeLessThanOrEqual(2 * steps.length);
     // a stale token records nothing
-    const written = await taskStepRecordMany(t.pool, table, [...steps, { taskId: mine[0]!, leaseVersion: 2, name: 'refund', resultJson: null }]);
+    const written = await taskStepRecordMany(t.pool, table, [...steps, { taskId: mine[0]!, leaseVersion: 2, name: 'refund', resultJson: null, position: 1 }]);
     expect([...written].sort()).toEqual(mine.map((id) => `${id}/charge`).sort());
   });
 

@@ -150,6 +150,43 @@ export class WaitTimeoutError extends LeaseholdError {
   }
 }
 
+/** What made one record of a workflow run: a step, a database step, a sleep, a spawn, a signal wait or a patch marker. */
+export type RecordKind = 'step' | 'db' | 'sleep' | 'spawn' | 'signal' | 'patch';
+
+/** One recorded call of a workflow run, or one call its code made, as {@link NonDeterminismError} reports it. */
+export interface RecordedCall {
+  readonly name: string;
+  readonly kind: RecordKind;
+}
+
+/**
+ * The workflow's code no longer makes the calls its run recorded (docs/workflows.md, "Changing
+ * workflow code"): at `position` the run recorded `recorded` and the code asked for `requested`
+ * (either is null when there was nothing there). The task goes dead with this message and keeps
+ * every recorded step; deploy code that makes the recorded calls again (or guards the change with
+ * `ctx.patched` or a task version), then `leasehold dead retry <id>` resumes it.
+ */
+export class NonDeterminismError extends LeaseholdError {
+  constructor(
+    readonly taskId: string,
+    readonly taskName: string,
+    readonly position: number,
+    readonly recorded: RecordedCall | null,
+    readonly requested: RecordedCall | null,
+    detail?: string,
+  ) {
+    super(
+      'NON_DETERMINISM',
+      `task ${taskId} (${taskName}) does not replay at position ${position}: the run recorded ${describeCall(recorded)}, the code ${requested === null ? 'made no such call' : `asked for ${describeCall(requested)}`}` +
+        `${detail === undefined ? '' : ` (${detail})`}. The code changed under a run in flight: deploy code that makes the recorded calls, or guard the change with ctx.patched() or a task version, then retry the dead task (leasehold dead retry ${taskId}).`,
+    );
+  }
+}
+
+function describeCall(call: RecordedCall | null): string {
+  return call === null ? 'nothing' : `${call.kind} "${call.name}"`;
+}
+
 /**
  * True when `value` is a leasehold error, optionally of one `code`. Matches on `code`, so it
  * works across duplicate copies of the package.

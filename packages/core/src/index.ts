@@ -65,6 +65,9 @@ export {
   TaskFailedError,
   TaskNotFoundError,
   WaitTimeoutError,
+  NonDeterminismError,
+  type RecordKind,
+  type RecordedCall,
   isLeaseholdError,
 } from './errors.js';
 export {
@@ -91,11 +94,11 @@ export { limitList, type LimitRow } from './sql/limit-list.js';
 export { createLeaseWorker, LeaseWorker, type StopOptions } from './worker/lease-worker.js';
 export type { LeaseWorkerOptions, WorkerLogger } from './worker/lease-worker-options.js';
 export type { RunOptions, RunSettings } from './worker/settings.js';
+export type { RetentionOptions } from './retention/retention-options.js';
+export type { RetentionReport } from './retention/retention-runner.js';
 export type { RetryPolicy } from './transition-for.js';
 export type { BackoffPolicy } from './backoff.js';
 export type { HandlerContext } from './worker/handler-context.js';
-export type { RetentionOptions } from './retention/retention-options.js';
-export type { RetentionReport } from './retention/retention-runner.js';
 export type { CommitHook } from './worker/finalizer.js';
 export type { WorkerEventMap } from './worker/events.js';
 export type { ReapedRow } from './sql/lease-claim.js';

@@ -20,6 +20,7 @@ export const ERROR_CODES = [
   'CHILD_FAILED',
   'TASK_FAILED',
   'WAIT_TIMEOUT',
+  'NON_DETERMINISM',
 ] as const;
 
 /** One of {@link ERROR_CODES}. */

@@ -25,6 +25,8 @@ export function classifyOutcome(thrown: unknown, threw: boolean): Outcome {
   if (!threw) return { kind: 'success' };
   if (isLeaseholdError(thrown, 'PERMANENT')) return { kind: 'permanent', error: thrown };
   if (isLeaseholdError(thrown, 'PAYLOAD_VALIDATION')) return { kind: 'permanent', error: thrown };
+  // the code changed under the run: retrying the same code fails the same way (docs/workflows.md)
+  if (isLeaseholdError(thrown, 'NON_DETERMINISM')) return { kind: 'permanent', error: thrown };
   if (isLeaseholdError(thrown, 'DEFER')) {
     const defer = thrown as unknown as DeferError;
     return { kind: 'defer', delayMs: defer.delayMs, reason: defer.reason };

@@ -56,6 +56,8 @@ export const INTEGER_RANGES = Object.freeze({
   priority: { min: -2_147_483_648, max: 2_147_483_647 },
   /** Attempts before a task or message goes dead. */
   maxAttempts: { min: 1, max: 1_000_000 },
+  /** A task definition's `version` (a PostgreSQL `integer` column, from 1). */
+  version: { min: 1, max: 2_147_483_647 },
   /** Rows per claim or page. */
   batch: { min: 1, max: 10_000 },
   /** Handlers running at once. */

@@ -4,6 +4,7 @@ import { executeCached, type Executor } from './execute.js';
 import { limitClaimCtes, limitWriteCtes } from './lease-claim-limits.js';
 import { toClaimed, type Claimed } from './lease-row.js';
 import { claimedFromChunk, jsonChunks, jsonRowText } from './claim-json.js';
+import { versionFilter, type ClaimVersions } from './claim-versions.js';
 import { LEASE_COLUMNS, tableRef } from './table-ref.js';
 
 /** Checked inputs of {@link leaseClaim}. */
@@ -18,6 +19,8 @@ export interface LeaseClaimInput {
   readonly names?: readonly string[] | undefined;
   /** Lease per name, where it differs from `leaseMs`. */
   readonly leaseMsByName?: ReadonlyMap<string, number> | undefined;
+  /** Only rows of these versions (core's task table): see {@link ClaimVersions}. @defaultValue every version */
+  readonly versions?: ClaimVersions | undefined;
   /**
    * Limits (`defineLimit` names) whose rows this claim may take, within their bounds; rows under
    * any other limit are left alone. Only for a table with limits (`LeasedTable.limitTable`).
@@ -95,7 +98,8 @@ export async function leaseClaim<Row>(
   const flows = table.limitTable !== undefined && input.flows !== undefined && input.flows.length > 0;
   const readyOnly = input.readyOnly === true && !flows;
   // the served limits are written into the text (see flowLiterals), so they are part of the key
-  const key = `leaseClaim:${table.schema}.${table.table}:${literal ? input.batch : 'n'}:${input.names === undefined ? '' : 'names'}:${perName ? 'leases' : ''}:${flows ? `flows=${JSON.stringify(input.flows)}` : ''}:${readyOnly ? 'ready' : 'all'}:${table.claimJson === undefined ? 'rows' : 'json'}`;
+  const versions = input.versions;
+  const key = `leaseClaim:${table.schema}.${table.table}:${literal ? input.batch : 'n'}:${input.names === undefined ? '' : 'names'}:${versions === undefined ? '' : versions.firstOnly ? 'v1' : 'vkeys'}:${perName ? 'leases' : ''}:${flows ? `flows=${JSON.stringify(input.flows)}` : ''}:${readyOnly ? 'ready' : 'all'}:${table.claimJson === undefined ? 'rows' : 'json'}`;
   const values = {
     owner: input.owner,
     batch: input.batch,
@@ -104,8 +108,9 @@ export async function leaseClaim<Row>(
     leaseNames: perName ? [...byName.keys()] : [],
     leaseValues: perName ? [...byName.values()] : [],
     flowBatch: Math.min(input.batch, input.flowBatch ?? input.batch),
+    versionKeys: versions === undefined || versions.firstOnly ? [] : versions.keys,
   };
-  const shape = { table, limit: literal ? input.batch : undefined, names: input.names !== undefined, perName, flows, flowNames: flows ? [...input.flows!] : [] };
+  const shape = { table, limit: literal ? input.batch : undefined, names: input.names !== undefined, versions, perName, flows, flowNames: flows ? [...input.flows!] : [] };
   const build = readyOnly ? (v: ClaimValues) => readyClaimStatement(shape, v) : (v: ClaimValues) => claimStatement(shape, v);
   const rows = await executeCached<Record<string, unknown>, typeof values>(executor, key, build, values);
   return claimResult(table, rows, input.owner);
@@ -157,6 +162,7 @@ interface ClaimShape {
   /** A literal LIMIT (see {@link isClaimSize}), or undefined for a parameter. */
   readonly limit: number | undefined;
   readonly names: boolean;
+  readonly versions: ClaimVersions | undefined;
   readonly perName: boolean;
   /** Rows under limits too (the table has them and the claim serves some). */
   readonly flows: boolean;
@@ -172,6 +178,7 @@ interface ClaimValues {
   readonly leaseNames: readonly string[];
   readonly leaseValues: readonly number[];
   readonly flowBatch: number;
+  readonly versionKeys: readonly string[];
 }
 
 /** The pieces both claim statements share. */
@@ -191,7 +198,9 @@ interface ClaimParts {
 function claimParts(shape: ClaimShape, v: ClaimValues): ClaimParts {
   const { table } = shape;
   const t = tableRef(table);
-  const nameFilter = shape.names ? sql`AND ${sql.ref(`c.${table.nameColumn}`)} = ANY(${v.names}::text[])` : sql``;
+  // a worker takes only the versions its code runs: the rest wait for workers that run them
+  const names = shape.names ? sql`AND ${sql.ref(`c.${table.nameColumn}`)} = ANY(${v.names}::text[])` : sql``;
+  const nameFilter = shape.versions === undefined ? names : sql`${names} ${versionFilter(shape.versions, v.versionKeys, table.nameColumn)}`;
   const leaseMs = shape.perName
     ? sql`coalesce((SELECT x.ms FROM unnest(${v.leaseNames}::text[], ${v.leaseValues}::float8[]) AS x(name, ms)
                     WHERE x.name = ${sql.ref(`o.${table.nameColumn}`)}), ${v.leaseMs})`

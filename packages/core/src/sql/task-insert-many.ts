@@ -29,6 +29,8 @@ export interface TaskInsert {
   readonly tracestate?: string | null;
   /** The workflow that spawned it as a child (`ctx.spawn`). @defaultValue null */
   readonly parentId?: string | null;
+  /** The version of the definition that enqueued it (`defineTask`'s `version`). @defaultValue 1 */
+  readonly version?: number;
 }
 
 /**
@@ -119,6 +121,7 @@ async function insertOne(executor: Executor, table: LeasedTable<unknown>, row: T
     flow: row.flow ?? null,
     flowKey: row.flowKey ?? null,
     parentId: row.parentId ?? null,
+    version: row.version ?? 1,
     runAt: row.runAt,
     delayMs: row.delayMs,
   });
@@ -135,6 +138,7 @@ type InsertOneValues = {
   readonly flow: string | null;
   readonly flowKey: string | null;
   readonly parentId: string | null;
+  readonly version: number;
   readonly runAt: Date | null;
   readonly delayMs: number;
 };
@@ -142,9 +146,9 @@ type InsertOneValues = {
 // interpolates `v` only (see executeCached)
 function insertOneStatement(table: LeasedTable<unknown>, v: InsertOneValues): RawBuilder<{ id: string }> {
   return sql<{ id: string }>`
-    INSERT INTO ${tableRef(table)} (name, payload, priority, max_attempts, available_at, scheduled, traceparent, tracestate, flow, flow_key, parent_id)
+    INSERT INTO ${tableRef(table)} (name, payload, priority, max_attempts, available_at, scheduled, traceparent, tracestate, flow, flow_key, parent_id, version)
     SELECT ${v.name}::text, ${v.payload}::jsonb, ${v.priority}::int, ${v.maxAttempts}::int, a.at, a.at > now(),
-           ${v.traceparent}::text, ${v.tracestate}::text, ${v.flow}::text, ${v.flowKey}::text, ${v.parentId}::bigint
+           ${v.traceparent}::text, ${v.tracestate}::text, ${v.flow}::text, ${v.flowKey}::text, ${v.parentId}::bigint, ${v.version}::int
     FROM (SELECT coalesce(${v.runAt}::timestamptz, now() + ${v.delayMs}::float8 * interval '1 millisecond') AS at) AS a
     RETURNING id
   `;
@@ -167,12 +171,12 @@ async function insertPlain(executor: Executor, table: LeasedTable<unknown>, rows
                     ${rows.map((r) => r.runAt)}::timestamptz[], ${rows.map((r) => r.delayMs)}::float8[],
                     ${rows.map((r) => r.traceparent ?? null)}::text[], ${rows.map((r) => r.tracestate ?? null)}::text[],
                     ${rows.map((r) => r.flow ?? null)}::text[], ${rows.map((r) => r.flowKey ?? null)}::text[],
-                    ${rows.map((r) => r.parentId ?? null)}::bigint[])
-             WITH ORDINALITY AS u(name, payload, priority, max_attempts, run_at, delay_ms, traceparent, tracestate, flow, flow_key, parent_id, n)
+                    ${rows.map((r) => r.parentId ?? null)}::bigint[], ${rows.map((r) => r.version ?? 1)}::int[])
+             WITH ORDINALITY AS u(name, payload, priority, max_attempts, run_at, delay_ms, traceparent, tracestate, flow, flow_key, parent_id, version, n)
       ), inserted AS (
-        INSERT INTO ${t} (id, name, payload, priority, max_attempts, available_at, scheduled, traceparent, tracestate, flow, flow_key, parent_id)
+        INSERT INTO ${t} (id, name, payload, priority, max_attempts, available_at, scheduled, traceparent, tracestate, flow, flow_key, parent_id, version)
           OVERRIDING SYSTEM VALUE
-        SELECT i.id, i.name, i.payload, i.priority, i.max_attempts, a.at, a.at > now(), i.traceparent, i.tracestate, i.flow, i.flow_key, i.parent_id
+        SELECT i.id, i.name, i.payload, i.priority, i.max_attempts, a.at, a.at > now(), i.traceparent, i.tracestate, i.flow, i.flow_key, i.parent_id, i.version
         FROM input AS i CROSS JOIN LATERAL (SELECT coalesce(i.run_at, now() + i.delay_ms * interval '1 millisecond') AS at) AS a
       )
       SELECT id FROM input ORDER BY n
@@ -193,6 +197,7 @@ function isUniform(rows: readonly TaskInsert[]): boolean {
       r.name === first.name &&
       r.priority === first.priority &&
       r.maxAttempts === first.maxAttempts &&
+      (r.version ?? 1) === (first.version ?? 1) &&
       r.runAt === null &&
       r.delayMs === 0 &&
       (r.traceparent ?? null) === null &&
@@ -225,6 +230,7 @@ async function insertUniform(executor: Executor, table: LeasedTable<unknown>, ro
     name: first.name,
     priority: first.priority,
     maxAttempts: first.maxAttempts,
+    version: first.version ?? 1,
   });
   const ids = answer === undefined ? [] : answer.ids ?? span(answer.first, answer.n);
   if (ids.length !== rows.length) throw new Error(`enqueue: ${ids.length} ids for ${rows.length} rows`);
@@ -241,6 +247,7 @@ type UniformInsertValues = {
   readonly name: string;
   readonly priority: number;
   readonly maxAttempts: number;
+  readonly version: number;
 };
 
 /** The smallest id and the count; `ids` in input order only when they are not `first`, `first + 1`, …. */
@@ -251,8 +258,8 @@ type UniformInsertAnswer = { readonly first: string; readonly n: number; readonl
 function uniformInsertStatement(table: LeasedTable<unknown>, v: UniformInsertValues): RawBuilder<UniformInsertAnswer> {
   return sql<UniformInsertAnswer>`
     WITH inserted AS (
-      INSERT INTO ${tableRef(table)} (name, payload, priority, max_attempts)
-      SELECT ${v.name}::text, u.payload, ${v.priority}::int, ${v.maxAttempts}::int
+      INSERT INTO ${tableRef(table)} (name, payload, priority, max_attempts, version)
+      SELECT ${v.name}::text, u.payload, ${v.priority}::int, ${v.maxAttempts}::int, ${v.version}::int
       FROM unnest(${v.payloads}::jsonb[]) WITH ORDINALITY AS u(payload, n)
       ORDER BY u.n
       RETURNING id
@@ -285,17 +292,17 @@ async function insertStatement(
                     ${rows.map((r) => r.runAt)}::timestamptz[], ${rows.map((r) => r.delayMs)}::float8[],
                     ${rows.map((r) => r.traceparent ?? null)}::text[], ${rows.map((r) => r.tracestate ?? null)}::text[],
                     ${rows.map((r) => r.flow ?? null)}::text[], ${rows.map((r) => r.flowKey ?? null)}::text[],
-                    ${rows.map((r) => r.parentId ?? null)}::bigint[])
-             WITH ORDINALITY AS u(name, payload, priority, group_key, dedup_key, max_attempts, run_at, delay_ms, traceparent, tracestate, flow, flow_key, parent_id, n)
+                    ${rows.map((r) => r.parentId ?? null)}::bigint[], ${rows.map((r) => r.version ?? 1)}::int[])
+             WITH ORDINALITY AS u(name, payload, priority, group_key, dedup_key, max_attempts, run_at, delay_ms, traceparent, tracestate, flow, flow_key, parent_id, version, n)
       ), inserted AS (
         INSERT INTO ${t} AS t
-          (id, name, payload, priority, group_key, dedup_key, max_attempts, available_at, blocked, scheduled, traceparent, tracestate, flow, flow_key, parent_id)
+          (id, name, payload, priority, group_key, dedup_key, max_attempts, available_at, blocked, scheduled, traceparent, tracestate, flow, flow_key, parent_id, version)
           OVERRIDING SYSTEM VALUE
         SELECT i.id, i.name, i.payload, i.priority, i.group_key, i.dedup_key, i.max_attempts, a.at,
                -- an ordered row waits behind its group's head until settled
                i.group_key IS NOT NULL,
                a.at > now(),
-               i.traceparent, i.tracestate, i.flow, i.flow_key, i.parent_id
+               i.traceparent, i.tracestate, i.flow, i.flow_key, i.parent_id, i.version
         FROM input AS i CROSS JOIN LATERAL (SELECT coalesce(i.run_at, now() + i.delay_ms * interval '1 millisecond') AS at) AS a
         -- one canonical order of dedup keys for every producer: two batches that share keys
         -- take them in the same order, so neither waits for the other while holding one it needs

@@ -1,4 +1,5 @@
 import { sql, type RawBuilder } from 'kysely';
+import type { RecordKind } from '../errors.js';
 import type { LeasedTable } from '../leased-table.js';
 import type { LeaseToken } from '../primitives.js';
 import { execute, type Executor } from './execute.js';
@@ -11,6 +12,17 @@ export interface RecordedStep {
   readonly done: boolean;
   /** The parsed JSON result; undefined when the step returned nothing (SQL NULL). */
   readonly result: unknown;
+  /** Its place in the run's calls (core migration 11); null for a patch marker, or a step recorded before. */
+  readonly position: number | null;
+  /** What recorded it; null for a step recorded before core migration 11. */
+  readonly kind: RecordKind | null;
+}
+
+/** Where and as what a call is recorded (core migration 11). */
+export interface RecordPlace {
+  /** Its place in the run's calls; null for a patch marker. */
+  readonly position: number | null;
+  readonly kind: RecordKind;
 }
 
 /** `"schema"."<table>_step"`: the steps of a task table's rows. */
@@ -26,11 +38,11 @@ export function signalTableRef(table: LeasedTable<unknown>): RawBuilder<unknown>
 /** Every step a task has recorded, by name. No locks. */
 export async function taskStepsRead(executor: Executor, table: LeasedTable<unknown>, taskId: string): Promise<Map<string, RecordedStep>> {
   // pg reads SQL NULL ("returned nothing") and JSON null alike; `nothing` tells them apart
-  const rows = await execute<{ name: string; done: boolean; result: unknown; nothing: boolean }>(
+  const rows = await execute<{ name: string; done: boolean; result: unknown; nothing: boolean; position: number | null; kind: RecordKind | null }>(
     executor,
-    sql`SELECT name, done, result, result IS NULL AS nothing FROM ${stepTableRef(table)} WHERE task_id = ${taskId}::bigint`,
+    sql`SELECT name, done, result, result IS NULL AS nothing, position, kind FROM ${stepTableRef(table)} WHERE task_id = ${taskId}::bigint`,
   );
-  return new Map(rows.map((r) => [r.name, { done: r.done, result: r.nothing ? undefined : r.result }]));
+  return new Map(rows.map((r) => [r.name, { done: r.done, result: r.nothing ? undefined : r.result, position: r.position, kind: r.kind }]));
 }
 
 /**
@@ -59,6 +71,7 @@ export async function taskStepRecord(
   token: LeaseToken,
   name: string,
   resultJson: string | null,
+  place: RecordPlace,
 ): Promise<boolean> {
   const rows = await execute<{ ok: number }>(
     executor,
@@ -66,10 +79,11 @@ export async function taskStepRecord(
       WITH f AS (
         SELECT t.id FROM ${tableRef(table)} AS t WHERE ${fence('t', token.id, token.leaseVersion)} FOR NO KEY UPDATE
       )
-      INSERT INTO ${stepTableRef(table)} AS s (task_id, name, done, result, lease_version, done_at)
-      SELECT f.id, ${name}::text, true, ${resultJson}::jsonb, ${token.leaseVersion}::bigint, now() FROM f
+      INSERT INTO ${stepTableRef(table)} AS s (task_id, name, done, result, lease_version, done_at, position, kind)
+      SELECT f.id, ${name}::text, true, ${resultJson}::jsonb, ${token.leaseVersion}::bigint, now(), ${place.position}::int, ${place.kind}::text FROM f
       ON CONFLICT (task_id, name) DO UPDATE
-        SET done = true, result = excluded.result, lease_version = excluded.lease_version, done_at = now()
+        SET done = true, result = excluded.result, lease_version = excluded.lease_version, done_at = now(),
+            position = coalesce(s.position, excluded.position), kind = coalesce(s.kind, excluded.kind)
         WHERE NOT s.done
       RETURNING 1 AS ok
     `,
@@ -88,15 +102,16 @@ export async function taskStepOpen(
   token: LeaseToken,
   name: string,
   wake: { readonly at: Date | null; readonly delayMs: number | null },
+  place: RecordPlace,
 ): Promise<{ wakeAt: Date | null; due: boolean }> {
   const s = stepTableRef(table);
   await execute(
     executor,
     sql`
-      INSERT INTO ${s} (task_id, name, done, wake_at, lease_version)
+      INSERT INTO ${s} (task_id, name, done, wake_at, lease_version, position, kind)
       VALUES (${token.id}::bigint, ${name}::text, false,
               coalesce(${wake.at}::timestamptz, now() + ${wake.delayMs}::float8 * interval '1 millisecond'),
-              ${token.leaseVersion}::bigint)
+              ${token.leaseVersion}::bigint, ${place.position}::int, ${place.kind}::text)
       ON CONFLICT (task_id, name) DO NOTHING
     `,
   );
@@ -199,6 +214,8 @@ export interface StepRecord {
   readonly name: string;
   /** JSON text; null for "returned nothing". */
   readonly resultJson: string | null;
+  /** Its place in the run's calls (a plain step's kind is 'step'). */
+  readonly position: number;
 }
 
 /**
@@ -213,8 +230,9 @@ export async function taskStepRecordMany(executor: Executor, table: LeasedTable<
     sql`
       WITH input AS (
         SELECT * FROM unnest(${steps.map((s) => s.taskId)}::bigint[], ${steps.map((s) => s.leaseVersion)}::bigint[],
-                             ${steps.map((s) => s.name)}::text[], ${steps.map((s) => s.resultJson)}::jsonb[])
-                      AS u(task_id, version, name, result)
+                             ${steps.map((s) => s.name)}::text[], ${steps.map((s) => s.resultJson)}::jsonb[],
+                             ${steps.map((s) => s.position)}::int[])
+                      AS u(task_id, version, name, result, position)
       ), f AS (
         -- the fence: each task's row locked while it is processing; its token is compared below,
         -- against the row as locked (the latest version). By primary key, as in the fenced
@@ -224,15 +242,46 @@ export async function taskStepRecordMany(executor: Executor, table: LeasedTable<
         WHERE ${byPrimaryKey('l', 'input', 'processing', 'task_id')}
         ORDER BY l.id FOR NO KEY UPDATE
       )
-      INSERT INTO ${stepTableRef(table)} AS s (task_id, name, done, result, lease_version, done_at)
-      SELECT i.task_id, i.name, true, i.result, i.version, now()
+      INSERT INTO ${stepTableRef(table)} AS s (task_id, name, done, result, lease_version, done_at, position, kind)
+      SELECT i.task_id, i.name, true, i.result, i.version, now(), i.position, 'step'
       FROM input AS i JOIN f ON f.id = i.task_id AND f.lease_version = i.version
       ON CONFLICT (task_id, name) DO UPDATE
-        SET done = true, result = excluded.result, lease_version = excluded.lease_version, done_at = now()
+        SET done = true, result = excluded.result, lease_version = excluded.lease_version, done_at = now(),
+            position = coalesce(s.position, excluded.position), kind = coalesce(s.kind, excluded.kind)
         WHERE NOT s.done
       RETURNING s.task_id, s.name
     `,
     // prepared: a batch holds at most one step per running handler, so a generic plan fits it
   );
   return new Set(rows.map((r) => `${r.task_id}/${r.name}`));
+}
+
+/**
+ * Records a patch marker (`ctx.patched`): `patch:<id>` with its answer, no position. A true
+ * answer raises the task's version to `raiseTo` (never lowers it): the run now takes code that
+ * older versions do not have. The caller holds the task's fence lock.
+ */
+export async function taskPatchRecord(
+  executor: Executor,
+  table: LeasedTable<unknown>,
+  token: LeaseToken,
+  name: string,
+  value: boolean,
+  raiseTo: number,
+): Promise<void> {
+  await execute(
+    executor,
+    sql`
+      INSERT INTO ${stepTableRef(table)} (task_id, name, done, result, lease_version, done_at, position, kind)
+      VALUES (${token.id}::bigint, ${name}::text, true, to_jsonb(${value}::boolean), ${token.leaseVersion}::bigint, now(), NULL, 'patch')
+      ON CONFLICT (task_id, name) DO NOTHING
+    `,
+  );
+  if (value) {
+    await execute(
+      executor,
+      sql`UPDATE ${tableRef(table)} AS t SET version = ${raiseTo}::int
+          WHERE ${fence('t', token.id, token.leaseVersion)} AND t.version < ${raiseTo}::int`,
+    );
+  }
 }

@@ -5,7 +5,7 @@ import type { Claimed } from '../sql/lease-row.js';
 import { taskCheckpoint } from '../sql/task-checkpoint.js';
 import type { PgPoolLike } from '../sql/transaction.js';
 import { CORE_MIGRATION_LINE } from '../worker/core-migration-line.js';
-import type { HandlerContext } from '../worker/handler-context.js';
+import { runnerControl, type HandlerContext } from '../worker/handler-context.js';
 import { WorkflowRun } from '../workflow/workflow-run.js';
 import { recordedJson } from '../workflow/json-value.js';
 import type { TransactionSource } from '../sql/transaction.js';
@@ -94,6 +94,8 @@ export function createWorker(options: WorkerOptions): Worker {
     // on unless turned off: history must not grow without bound by default
     retention: retention ?? {},
     names: [...byName.keys()],
+    // a run is claimed only by code that can replay it (docs/workflows.md, "Changing workflow code")
+    versions: new Map([...byName].map(([name, d]) => [name, d.runsVersions ?? [1]])),
     // recorded at start(); the claim keeps the tasks within them
     limits: limitDeclarations([...byName.values()]),
     lease,
@@ -116,7 +118,7 @@ export function createWorker(options: WorkerOptions): Worker {
       const def = definition(task);
       // an invalid payload throws PayloadValidationError: the task goes dead with the message
       const payload = validatePayload(def, task.payload);
-      return def.handler(payload, new Context(pool, table, task, ctx, schema));
+      return def.handler(payload, new Context(pool, table, task, ctx, schema, def.version ?? 1));
     }) as WorkerRuntime['handle'],
     // not JSON: a PermanentError before anything is written (retrying returns the same)
     result: (value, task) => recordedJson(value, `the result of task "${task.name}"`),
@@ -134,17 +136,19 @@ class Context implements TaskContext<unknown> {
   readonly #claimed: Claimed<TaskRow>;
   readonly #ctx: HandlerContext;
   readonly #schema: string | undefined;
+  readonly #version: number;
   #task: TaskContext<unknown>['task'] | undefined;
   #checkpoint: TaskContext<unknown>['checkpoint'] | undefined;
   #enqueue: TaskContext<unknown>['enqueue'] | undefined;
   #workflow: WorkflowRun | undefined;
 
-  constructor(pool: PgPoolLike, table: ReturnType<typeof taskTable>, claimed: Claimed<TaskRow>, ctx: HandlerContext, schema: string | undefined) {
+  constructor(pool: PgPoolLike, table: ReturnType<typeof taskTable>, claimed: Claimed<TaskRow>, ctx: HandlerContext, schema: string | undefined, version: number) {
     this.#pool = pool;
     this.#table = table;
     this.#claimed = claimed;
     this.#ctx = ctx;
     this.#schema = schema;
+    this.#version = version;
   }
 
   get signal(): AbortSignal {
@@ -179,7 +183,16 @@ class Context implements TaskContext<unknown> {
 
   // the workflow methods share one WorkflowRun per run: its recorded steps and used names
   get #run(): WorkflowRun {
-    return (this.#workflow ??= new WorkflowRun(this.#pool, this.#table, this.#claimed, this.#ctx));
+    if (this.#workflow === undefined) {
+      const run = (this.#workflow = new WorkflowRun(this.#pool, this.#table, this.#claimed, this.#ctx, this.#version));
+      // a run that returns without making every call it recorded does not end done
+      runnerControl(this.#ctx)?.onReturn(() => run.unasked());
+    }
+    return this.#workflow;
+  }
+
+  patched(id: string): Promise<boolean> {
+    return this.#run.patched(id);
   }
 
   step<T>(name: string, fn: () => Promise<T> | T): Promise<T> {

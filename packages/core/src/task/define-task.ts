@@ -90,6 +90,19 @@ export interface TaskContext<C = unknown> extends HandlerContext {
    * while it waits.
    */
   waitForSignal<S>(signal: SignalDefinition<S>, options?: WaitForSignalOptions): Promise<SignalResult<S>>;
+  /**
+   * Guards a change of the workflow's code for the runs already in flight (docs/workflows.md,
+   * "Changing workflow code"): true when this run reaches the call fresh, so it takes the new
+   * code; false when the run had already gone past this point on the code before the change, so
+   * it takes the old code. Recorded under `patch:<id>`, so the answer stays the same in every
+   * later run of the task; a true answer also raises the run's version to this definition's, so
+   * workers of older versions no longer claim it. Adding or removing the call moves no step.
+   * `leasehold patches` says how many unfinished runs still depend on the old code.
+   *
+   * @example
+   * if (await ctx.patched('send-receipt')) await ctx.step('receipt', () => mailReceipt(order));
+   */
+  patched(id: string): Promise<boolean>;
 }
 
 /** A Kysely instance as `ctx.dbStep` takes it: its transactions are what the step's function gets. */
@@ -122,6 +135,19 @@ export interface TaskOptions<P, C = unknown, R = unknown> extends RunOptions {
    * `limitKey`. @defaultValue none
    */
   limit?: LimitDefinition;
+  /**
+   * The version of this task's code (docs/workflows.md, "Changing workflow code"): the runs it
+   * enqueues carry it, and a worker claims only runs of the versions its definition can run —
+   * `version` itself and those in `accepts`. Raise it with a change that runs in flight cannot
+   * replay, so that workers of the old and the new code can run side by side during a deploy.
+   * @defaultValue 1
+   */
+  version?: number;
+  /**
+   * Older versions this code can still run (with `ctx.patched` guarding what changed since);
+   * their runs are claimed by this worker too. @defaultValue none
+   */
+  accepts?: readonly number[];
 }
 
 /** A checked task definition: what `enqueue` and `createWorker` take. */
@@ -137,6 +163,10 @@ export interface TaskDefinition<P, C = unknown, O extends boolean = boolean, R =
   readonly ordered: O;
   /** The limit its tasks run under, or null. */
   readonly limit: LimitDefinition | null;
+  /** The version its runs start with (see {@link TaskOptions.version}). */
+  readonly version: number;
+  /** The versions of runs this definition can run, ascending: `version` and `accepts`. */
+  readonly runsVersions: readonly number[];
   readonly settings: RunSettings;
 }
 
@@ -168,6 +198,7 @@ export function defineTask<P, C = unknown, R = unknown>(name: string, options: T
   if (options.limit !== undefined && !isLimitDefinition(options.limit)) {
     throw new ConfigError('limit', `Expected \`limit\` of task "${name}" to be made by defineLimit()`);
   }
+  const version = checkInteger(options.version ?? 1, 'version', INTEGER_RANGES.version);
   return Object.freeze({
     name,
     handler: options.handler,
@@ -176,6 +207,16 @@ export function defineTask<P, C = unknown, R = unknown>(name: string, options: T
     priority: checkInteger(options.priority ?? 0, 'priority', INTEGER_RANGES.priority),
     ordered: options.ordered ?? false,
     limit: options.limit ?? null,
+    version,
+    runsVersions: runsVersions(name, version, options.accepts),
     settings: runSettings(options),
   });
+}
+
+function runsVersions(name: string, version: number, accepts: unknown): readonly number[] {
+  if (accepts === undefined) return Object.freeze([version]);
+  if (!Array.isArray(accepts)) throw new ConfigError('accepts', `Expected \`accepts\` of task "${name}" to be an array of versions`);
+  const all = new Set([version]);
+  accepts.forEach((v: unknown, i) => all.add(checkInteger(v, `accepts[${i}]`, INTEGER_RANGES.version)));
+  return Object.freeze([...all].sort((a, b) => a - b));
 }

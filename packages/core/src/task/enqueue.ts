@@ -122,6 +122,7 @@ function toInsert<P>(task: TaskDefinition<P>, item: EnqueueItem<P>, trace: Trace
     flowKey,
     traceparent: trace?.traceparent ?? null,
     tracestate: trace?.tracestate ?? null,
+    version: task.version ?? 1,
   };
 }
 

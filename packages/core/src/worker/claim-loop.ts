@@ -97,6 +97,7 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>, rateWake: Rate
         batch: want,
         leaseMs: o.settings.leaseMs,
         names: o.names,
+        versions: o.versions,
         leaseMsByName: o.leaseMsByName,
         flows,
         flowBatch,

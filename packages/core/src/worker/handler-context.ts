@@ -34,6 +34,17 @@ export interface RunnerControl {
    * handler's signal fires with `reason`, nothing more is written for this run.
    */
   suspended(reason: Error): void;
+  /**
+   * The run cannot go on (a workflow's code does not replay what it recorded): the handler's
+   * signal fires with `reason`, and the task's outcome is `reason`, whatever the handler does
+   * after it.
+   */
+  failed(reason: Error): void;
+  /**
+   * `check` runs when the handler returns, before its success is written: an error it returns
+   * is the task's outcome instead.
+   */
+  onReturn(check: () => Error | undefined): void;
 }
 
 /** The runner's control of a context made by the worker runtime, if it is one. @internal */

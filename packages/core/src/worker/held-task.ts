@@ -50,6 +50,8 @@ export class Held<Row> extends TaskAbort implements QueuedWrite {
   resultJson: string | null = null;
   /** The run parked (a workflow's wait): its row is written already, nothing more is. */
   suspended = false;
+  /** Asked when the handler returns (see `RunnerControl.onReturn`). */
+  returnCheck: (() => Error | undefined) | undefined = undefined;
   /** The handler returned, threw or was aborted: what came first is what counts. */
   ended = false;
   /** Aborts the handler after `handlerTimeout`, when one is set. */

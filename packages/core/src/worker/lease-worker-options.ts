@@ -8,6 +8,7 @@ import { checkOwner } from '../primitives.js';
 import type { Claimed } from '../sql/lease-row.js';
 import { retentionSettings, type RetentionOptions, type RetentionSettings } from '../retention/retention-options.js';
 import type { LimitDeclaration } from '../sql/limit-register-many.js';
+import { versionKey, type ClaimVersions } from '../sql/claim-versions.js';
 import type { TelemetryNaming } from '../telemetry/worker-telemetry.js';
 import type { PgPoolLike } from '../sql/transaction.js';
 import { AUTO_PREFETCH_MAX } from './claim-sizing.js';
@@ -67,6 +68,12 @@ export interface LeaseWorkerOptions<Row> extends RunOptions, PoolerOptions {
   heartbeatInterval?: Duration;
   /** Claim only rows with these names. @defaultValue all */
   names?: readonly string[];
+  /**
+   * Per name, the versions of rows this worker runs (core's task table, `defineTask`'s
+   * `version` and `accepts`); rows of other versions are left to workers that run them.
+   * Requires `names`, and a table with a `version` column. @defaultValue every version
+   */
+  versions?: ReadonlyMap<string, readonly number[]>;
   /** Run settings per row, where they differ from the worker's own. */
   settingsFor?: (task: Claimed<Row>) => RunSettings;
   /** Lease per name for the claim statement (what `settingsFor` returns for that name). */
@@ -94,19 +101,19 @@ export interface LeaseWorkerOptions<Row> extends RunOptions, PoolerOptions {
    */
   limits?: readonly LimitDeclaration[];
   /**
-   * How the worker's OpenTelemetry spans and metrics name its rows, when an SDK is registered
-   * (see docs/observability.md). `createWorker` and the outbox dispatcher pass their own.
-   * @defaultValue operation `process`, destination the table's name, no stored trace context
-   */
-  telemetry?: TelemetryNaming<Row>;
-}
-  /**
    * Deleting the table's old finished rows (see {@link RetentionOptions}): this worker takes its
    * turns at it, one worker of all at a time; `false` or left out, it never does. `createWorker`
    * and the outbox dispatcher turn it on unless told otherwise.
    * @defaultValue off
    */
   retention?: RetentionOptions | false;
+  /**
+   * How the worker's OpenTelemetry spans and metrics name its rows, when an SDK is registered
+   * (see docs/observability.md). `createWorker` and the outbox dispatcher pass their own.
+   * @defaultValue operation `process`, destination the table's name, no stored trace context
+   */
+  telemetry?: TelemetryNaming<Row>;
+}
 
 /** Checked, frozen options. @internal */
 export interface NormalizedLeaseWorkerOptions<Row> {
@@ -124,6 +131,7 @@ export interface NormalizedLeaseWorkerOptions<Row> {
   readonly pollIntervalMs: number;
   readonly heartbeatIntervalMs: number;
   readonly names: readonly string[] | undefined;
+  readonly versions: ClaimVersions | undefined;
   readonly settings: RunSettings;
   readonly settingsFor: (task: Claimed<Row>) => RunSettings;
   readonly leaseMsByName: ReadonlyMap<string, number> | undefined;
@@ -134,6 +142,8 @@ export interface NormalizedLeaseWorkerOptions<Row> {
   readonly logger: WorkerLogger | null;
   readonly migrationLines: readonly MigrationLine[];
   readonly limits: readonly LimitDeclaration[];
+  /** Undefined: this worker takes no retention turns. */
+  readonly retention: RetentionSettings | undefined;
   readonly telemetry: TelemetryNaming<Row>;
 }
 
@@ -142,8 +152,6 @@ export function normalizeLeaseWorkerOptions<Row>(options: LeaseWorkerOptions<Row
   if (typeof options.pool?.connect !== 'function' || typeof options.pool.query !== 'function') {
     throw new ConfigError('pool', 'Expected `pool` to be a pg Pool');
   }
-  /** Undefined: this worker takes no retention turns. */
-  readonly retention: RetentionSettings | undefined;
   if (typeof options.handle !== 'function') throw new ConfigError('handle', 'Expected `handle` to be a function');
   const owner = checkOwner(options.owner ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`);
   const concurrency = parseInteger(options.concurrency ?? 8, 'concurrency', 1, 10_000);
@@ -175,6 +183,7 @@ export function normalizeLeaseWorkerOptions<Row>(options: LeaseWorkerOptions<Row
     pollIntervalMs,
     heartbeatIntervalMs,
     names,
+    versions: claimVersions(options.versions, names),
     settings,
     settingsFor: options.settingsFor ?? (() => settings),
     leaseMsByName: options.leaseMsByName,
@@ -182,8 +191,16 @@ export function normalizeLeaseWorkerOptions<Row>(options: LeaseWorkerOptions<Row
     logger: checkLogger(options.logger),
     migrationLines: Object.freeze([...(options.migrationLines ?? [])]),
     limits: checkLimits(options),
+    retention: options.retention === undefined ? undefined : retentionSettings(options.retention),
     telemetry: options.telemetry ?? { operation: 'process', destination: () => options.table.table },
   });
+}
+
+function claimVersions(versions: ReadonlyMap<string, readonly number[]> | undefined, names: readonly string[] | undefined): ClaimVersions | undefined {
+  if (versions === undefined) return undefined;
+  if (names === undefined) throw new ConfigError('versions', 'Expected `names` with `versions`: versions are given per name');
+  const keys = names.flatMap((name) => (versions.get(name) ?? [1]).map((v) => versionKey(name, v)));
+  return Object.freeze({ firstOnly: names.every((name) => { const v = versions.get(name) ?? [1]; return v.length === 1 && v[0] === 1; }), keys: Object.freeze(keys) });
 }
 
 function checkLimits<Row>(options: LeaseWorkerOptions<Row>): readonly LimitDeclaration[] {
@@ -191,7 +208,6 @@ function checkLimits<Row>(options: LeaseWorkerOptions<Row>): readonly LimitDecla
   if (limits.length > 0 && options.table.limitTable === undefined) {
     throw new ConfigError('limits', `Table ${options.table.schema}.${options.table.table} has no limit table: its rows cannot run under limits`);
   }
-    retention: options.retention === undefined ? undefined : retentionSettings(options.retention),
   return Object.freeze([...limits]);
 }
 

@@ -265,6 +265,8 @@ export class TaskRunner<Row> implements HeldBy<Row> {
 
   /** The handler returned `value`: kept as the task's result (typed tasks), unless it cannot be. */
   #handlerReturned(h: Held<Row>, value: unknown): void {
+    const failure = h.returnCheck?.();
+    if (failure !== undefined) return this.#handlerEnded(h, failure);
     const result = this.#p.options.result;
     if (value !== undefined && result !== undefined && !h.ended) {
       try {
@@ -453,6 +455,10 @@ class Context<Row> implements HandlerContext {
       suspended: (reason) => {
         h.suspended = true;
         h.abort(reason);
+      },
+      failed: (reason) => h.abort(reason),
+      onReturn: (check) => {
+        h.returnCheck = check;
       },
     });
   }

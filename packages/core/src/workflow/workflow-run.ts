@@ -1,5 +1,16 @@
 import { MAX_DELAY_MS, parseDuration, type Duration } from '../duration.js';
-import { CancelledError, ChildTaskError, ConfigError, LeaseLostError, PermanentError, SuspendedError, type ChildFailure } from '../errors.js';
+import {
+  CancelledError,
+  ChildTaskError,
+  ConfigError,
+  LeaseLostError,
+  NonDeterminismError,
+  PermanentError,
+  SuspendedError,
+  type ChildFailure,
+  type RecordedCall,
+  type RecordKind,
+} from '../errors.js';
 import { checkName } from '../input/text.js';
 import type { LeasedTable, TaskRow } from '../leased-table.js';
 import { leaseReadState } from '../sql/lease-read-state.js';
@@ -10,6 +21,7 @@ import {
   taskFenceLock,
   taskHasOpenChildren,
   taskPark,
+  taskPatchRecord,
   taskSignalTake,
   taskStepOpen,
   taskStepRecord,
@@ -46,6 +58,10 @@ type Outcome<T> = { readonly kind: 'continue'; readonly value: T } | { readonly 
  * and waits. A wait that cannot end now parks the task in the same transaction that checked it
  * and ends the run (`SuspendedError`); the task runs again from the top when the wait ends, and
  * every recorded step then returns its stored result without running.
+ *
+ * Replay is checked (see {@link Replay}): each recording call takes the next position, and a call
+ * whose name or kind differs from what the run recorded there fails the run with
+ * `NonDeterminismError` rather than return a result recorded for other code.
  * @internal
  */
 export class WorkflowRun {
@@ -53,50 +69,69 @@ export class WorkflowRun {
   readonly #table: LeasedTable<TaskRow>;
   readonly #task: Claimed<TaskRow>;
   readonly #ctx: HandlerContext;
-  #recorded: Promise<Map<string, RecordedStep>> | undefined;
+  /** The version of the definition running it: a patch taken fresh raises the run's to this. */
+  readonly #version: number;
+  #records: Promise<Replay> | undefined;
   readonly #used = new Set<string>();
+  readonly #patches = new Map<string, Promise<boolean>>();
+  /** The next recording call's position. */
+  #next = 0;
+  /** Recording calls under way; a call made while another is under way makes the run concurrent. */
+  #inFlight = 0;
+  #concurrent = false;
 
-  constructor(pool: PgPoolLike, table: LeasedTable<TaskRow>, task: Claimed<TaskRow>, ctx: HandlerContext) {
+  constructor(pool: PgPoolLike, table: LeasedTable<TaskRow>, task: Claimed<TaskRow>, ctx: HandlerContext, version = 1) {
     this.#pool = pool;
     this.#table = table;
     this.#task = task;
     this.#ctx = ctx;
+    this.#version = version;
   }
 
   async step<T>(name: string, fn: () => Promise<T> | T): Promise<T> {
     const step = this.#claim(name, 'name');
     if (typeof fn !== 'function') throw new ConfigError('fn', `Expected step "${step}" to be given a function`);
-    const recorded = await this.#lookup(step);
-    if (recorded?.done) return recorded.result as T;
-    this.#live();
-    return withSpan(`step ${step}`, this.#spanOptions(step, 'step'), async () => {
-      const value = await fn();
-      const json = recordedJson(value, `the result of step "${step}"`);
-      const task = this.#task;
-      const written = await StepRecorder.of(this.#pool, this.#table).record({ taskId: task.id, leaseVersion: task.leaseVersion, name: step, resultJson: json });
-      if (!written) throw await this.#refused(`step "${step}"`);
-      return value;
-    });
+    const call = this.#enter(step, 'step');
+    try {
+      const recorded = await this.#replay(call);
+      if (recorded?.done) return recorded.result as T;
+      this.#live();
+      return await withSpan(`step ${step}`, this.#spanOptions(step, 'step'), async () => {
+        const value = await fn();
+        const json = recordedJson(value, `the result of step "${step}"`);
+        const task = this.#task;
+        const written = await StepRecorder.of(this.#pool, this.#table).record({ taskId: task.id, leaseVersion: task.leaseVersion, name: step, resultJson: json, position: call.position });
+        if (!written) throw await this.#refused(`step "${step}"`);
+        return value;
+      });
+    } finally {
+      this.#inFlight--;
+    }
   }
 
   async dbStep<T>(name: string, source: TransactionSource | undefined, fn: (trx: TransactionHandle) => Promise<T>): Promise<T> {
     const step = this.#claim(name, 'name');
     if (typeof fn !== 'function') throw new ConfigError('fn', `Expected database step "${step}" to be given a function`);
-    const recorded = await this.#lookup(step);
-    if (recorded?.done) return recorded.result as T;
-    this.#live();
-    let refused = false;
+    const call = this.#enter(step, 'db');
     try {
-      return await withSpan(`step ${step}`, this.#spanOptions(step, 'database'), () => withTransaction(source ?? this.#pool, async (trx) => {
-        const value = await fn(trx);
-        const json = recordedJson(value, `the result of database step "${step}"`);
-        // last, so the task's row is locked only for the commit; refused: everything rolls back
-        refused = !(await taskStepRecord(trx, this.#table, this.#task, step, json));
-        if (refused) throw this.#lost(`database step "${step}"`);
-        return value;
-      }));
-    } catch (error) {
-      throw refused ? await this.#refused(`database step "${step}"`) : error;
+      const recorded = await this.#replay(call);
+      if (recorded?.done) return recorded.result as T;
+      this.#live();
+      let refused = false;
+      try {
+        return await withSpan(`step ${step}`, this.#spanOptions(step, 'database'), () => withTransaction(source ?? this.#pool, async (trx) => {
+          const value = await fn(trx);
+          const json = recordedJson(value, `the result of database step "${step}"`);
+          // last, so the task's row is locked only for the commit; refused: everything rolls back
+          refused = !(await taskStepRecord(trx, this.#table, this.#task, step, json, call));
+          if (refused) throw this.#lost(`database step "${step}"`);
+          return value;
+        }));
+      } catch (error) {
+        throw refused ? await this.#refused(`database step "${step}"`) : error;
+      }
+    } finally {
+      this.#inFlight--;
     }
   }
 
@@ -106,17 +141,22 @@ export class WorkflowRun {
       until instanceof Date
         ? { at: checkDate(until), delayMs: null }
         : { at: null, delayMs: parseDuration(until, 'duration', { allowZero: true, max: MAX_DELAY_MS }) };
-    if ((await this.#lookup(step))?.done) return;
-    this.#live();
-    const outcome = await this.#fenced<void>(async (trx) => {
-      const { wakeAt, due } = await taskStepOpen(trx, this.#table, this.#task, step, wake);
-      if (due) {
-        await taskStepRecord(trx, this.#table, this.#task, step, null);
-        return { kind: 'continue', value: undefined };
-      }
-      return this.#park(trx, 'sleep', wakeAt);
-    });
-    return this.#settle(outcome, `sleep "${step}"`);
+    const call = this.#enter(step, 'sleep');
+    try {
+      if ((await this.#replay(call))?.done) return;
+      this.#live();
+      const outcome = await this.#fenced<void>(async (trx) => {
+        const { wakeAt, due } = await taskStepOpen(trx, this.#table, this.#task, step, wake, call);
+        if (due) {
+          await taskStepRecord(trx, this.#table, this.#task, step, null, call);
+          return { kind: 'continue', value: undefined };
+        }
+        return this.#park(trx, 'sleep', wakeAt);
+      });
+      return await this.#settle(outcome, `sleep "${step}"`);
+    } finally {
+      this.#inFlight--;
+    }
   }
 
   async spawn<Q, R>(name: string, task: TaskDefinition<Q, unknown, boolean, R>, items: readonly EnqueueItem<Q>[]): Promise<TaskRef<R>[]> {
@@ -127,18 +167,30 @@ export class WorkflowRun {
         throw new ConfigError(`items[${i}].dedupKey`, 'A child task cannot take a `dedupKey`: the spawn step itself runs once');
       }
     });
-    const recorded = await this.#lookup(step);
-    if (recorded?.done) return (recorded.result as string[]).map((id) => ({ id }));
-    // checked before any write, like enqueue
-    const rows = prepareInserts(task, items).map((row) => ({ ...row, parentId: this.#task.id }));
-    this.#live();
-    const outcome = await this.#fenced<string[]>(async (trx) => {
-      const ids = (await taskInsertMany(trx, this.#table, rows)).map((r) => r.id);
-      await taskStepRecord(trx, this.#table, this.#task, step, JSON.stringify(ids));
-      return { kind: 'continue', value: ids };
-    });
-    const ids = await this.#settle(outcome, `spawn "${step}"`);
-    return ids.map((id) => ({ id }));
+    const call = this.#enter(step, 'spawn');
+    try {
+      const recorded = await this.#replay(call);
+      if (recorded?.done) {
+        const ids = recorded.result as string[];
+        // the children were spawned for the items the run had then: other items now are other code
+        if (this.#records !== undefined && (await this.#records).checked && ids.length !== items.length) {
+          throw this.#mismatch(call.position, recorded.kind === null ? null : { name: step, kind: recorded.kind }, call, `it spawned ${ids.length} children, the code now spawns ${items.length}`);
+        }
+        return ids.map((id) => ({ id }));
+      }
+      // checked before any write, like enqueue
+      const rows = prepareInserts(task, items).map((row) => ({ ...row, parentId: this.#task.id }));
+      this.#live();
+      const outcome = await this.#fenced<string[]>(async (trx) => {
+        const ids = (await taskInsertMany(trx, this.#table, rows)).map((r) => r.id);
+        await taskStepRecord(trx, this.#table, this.#task, step, JSON.stringify(ids), call);
+        return { kind: 'continue', value: ids };
+      });
+      const ids = await this.#settle(outcome, `spawn "${step}"`);
+      return ids.map((id) => ({ id }));
+    } finally {
+      this.#inFlight--;
+    }
   }
 
   async waitForChildren<R>(children: readonly TaskRef<R>[]): Promise<R[]> {
@@ -184,19 +236,69 @@ export class WorkflowRun {
     const { name: signalName } = checkSignal(signal, 'signal');
     const step = this.#claim(options.step ?? `signal:${signalName}`, 'step');
     const timeoutMs = options.timeout === undefined ? null : parseDuration(options.timeout, 'timeout', { allowZero: true, max: MAX_DELAY_MS });
-    const recorded = await this.#lookup(step);
-    if (recorded?.done) return recorded.result as SignalResult<S>;
+    const call = this.#enter(step, 'signal');
+    try {
+      const recorded = await this.#replay(call);
+      if (recorded?.done) return recorded.result as SignalResult<S>;
+      this.#live();
+      const outcome = await this.#fenced<SignalResult<S>>(async (trx) => {
+        const { wakeAt, due } = await taskStepOpen(trx, this.#table, this.#task, step, { at: null, delayMs: timeoutMs }, call);
+        const taken = await taskSignalTake(trx, this.#table, this.#task.id, signalName);
+        const result: SignalResult<S> | undefined =
+          taken !== undefined ? { timedOut: false, payload: taken.payload as S } : due ? { timedOut: true } : undefined;
+        if (result === undefined) return this.#park(trx, `signal:${signalName}`, wakeAt);
+        await taskStepRecord(trx, this.#table, this.#task, step, JSON.stringify(result), call);
+        return { kind: 'continue', value: result };
+      });
+      return await this.#settle(outcome, `waiting for signal "${signalName}"`);
+    } finally {
+      this.#inFlight--;
+    }
+  }
+
+  /**
+   * `ctx.patched(id)`: true when the run reaches this point fresh (nothing recorded at or after
+   * its position), false when it had gone past it on the code before the patch; the answer is
+   * recorded (`patch:<id>`, no position) and repeated in every later run of the task.
+   */
+  patched(id: string): Promise<boolean> {
+    const patch = checkName(id, 'id', 'the patch id');
+    const name = `patch:${patch}`;
+    let answer = this.#patches.get(name);
+    if (answer === undefined) this.#patches.set(name, (answer = this.#patch(name, this.#next)));
+    return answer;
+  }
+
+  async #patch(name: string, position: number): Promise<boolean> {
+    const replay = await this.#load();
+    const recorded = replay.recorded.get(name);
+    if (recorded !== undefined) return recorded.result === true;
+    // a run recorded before positions were: where it stands cannot be told, and the code it
+    // started on is the old one
+    const fresh = replay.checked && replay.lastPosition < position;
     this.#live();
-    const outcome = await this.#fenced<SignalResult<S>>(async (trx) => {
-      const { wakeAt, due } = await taskStepOpen(trx, this.#table, this.#task, step, { at: null, delayMs: timeoutMs });
-      const taken = await taskSignalTake(trx, this.#table, this.#task.id, signalName);
-      const result: SignalResult<S> | undefined =
-        taken !== undefined ? { timedOut: false, payload: taken.payload as S } : due ? { timedOut: true } : undefined;
-      if (result === undefined) return this.#park(trx, `signal:${signalName}`, wakeAt);
-      await taskStepRecord(trx, this.#table, this.#task, step, JSON.stringify(result));
-      return { kind: 'continue', value: result };
+    const outcome = await this.#fenced<boolean>(async (trx) => {
+      await taskPatchRecord(trx, this.#table, this.#task, name, fresh, this.#version);
+      return { kind: 'continue', value: fresh };
     });
-    return this.#settle(outcome, `waiting for signal "${signalName}"`);
+    return this.#settle(outcome, `patch "${name}"`);
+  }
+
+  /**
+   * What the run left unasked when its handler returned: a recorded call the code no longer
+   * makes (a step removed or renamed) is a `NonDeterminismError`, so the run does not end done on
+   * code that skipped what it did. Undefined when all was replayed (or nothing was recorded).
+   */
+  unasked(): Error | undefined {
+    const replay = this.#loaded;
+    if (replay === undefined || !replay.checked) return undefined;
+    let first: { name: string; step: RecordedStep } | undefined;
+    for (const [name, step] of replay.recorded) {
+      if (step.kind === 'patch' || this.#used.has(name)) continue;
+      if (first === undefined || (step.position ?? 0) < (first.step.position ?? 0)) first = { name, step };
+    }
+    if (first === undefined || first.step.kind === null) return undefined;
+    return this.#failure(first.step.position ?? 0, { name: first.name, kind: first.step.kind }, null);
   }
 
   /** A step name for this run: checked, and not used before in it. */
@@ -209,9 +311,50 @@ export class WorkflowRun {
     return step;
   }
 
-  async #lookup(step: string): Promise<RecordedStep | undefined> {
-    this.#recorded ??= taskStepsRead(this.#pool, this.#table, this.#task.id);
-    return (await this.#recorded).get(step);
+  /** A recording call starts: its position, and whether it overlaps another (see {@link Replay}). */
+  #enter(name: string, kind: RecordKind): Call {
+    if (this.#inFlight > 0) this.#concurrent = true;
+    this.#inFlight++;
+    return { name, kind, position: this.#next++ };
+  }
+
+  #loaded: Replay | undefined;
+
+  #load(): Promise<Replay> {
+    return (this.#records ??= taskStepsRead(this.#pool, this.#table, this.#task.id).then((recorded) => (this.#loaded = new Replay(recorded))));
+  }
+
+  /** The record of `call`, checked against what the run recorded at its position. */
+  async #replay(call: Call): Promise<RecordedStep | undefined> {
+    const replay = await this.#load();
+    const recorded = replay.recorded.get(call.name);
+    if (!replay.checked) return recorded;
+    if (!this.#concurrent) {
+      // calls made one after another come in the same order every run
+      const there = replay.byPosition.get(call.position);
+      if (there !== undefined && there !== call.name) {
+        const step = replay.recorded.get(there)!;
+        throw this.#mismatch(call.position, { name: there, kind: step.kind ?? call.kind }, call);
+      }
+      if (there === undefined && recorded !== undefined && recorded.position !== null) {
+        throw this.#mismatch(call.position, null, call, `the run recorded "${call.name}" at position ${recorded.position}`);
+      }
+    }
+    if (recorded !== undefined && recorded.kind !== null && recorded.kind !== call.kind) {
+      throw this.#mismatch(recorded.position ?? call.position, { name: call.name, kind: recorded.kind }, call);
+    }
+    return recorded;
+  }
+
+  /** Fails the run: its handler is stopped and the task goes dead with `error` (docs/workflows.md). */
+  #mismatch(position: number, recorded: RecordedCall | null, requested: RecordedCall, detail?: string): NonDeterminismError {
+    const error = this.#failure(position, recorded, requested, detail);
+    runnerControl(this.#ctx)?.failed(error);
+    return error;
+  }
+
+  #failure(position: number, recorded: RecordedCall | null, requested: RecordedCall | null, detail?: string): NonDeterminismError {
+    return new NonDeterminismError(this.#task.id, this.#task.name, position, recorded, requested, detail);
   }
 
   /** Starts nothing new once the run must stop (lease lost, cancelled, timed out, stopping). */
@@ -262,6 +405,44 @@ export class WorkflowRun {
 }
 
 const OPEN = new Set(['pending', 'processing', 'waiting']);
+
+/** One recording call of this run: its name, kind and position (see {@link Replay}). */
+interface Call extends RecordedCall {
+  readonly position: number;
+}
+
+/**
+ * What a run recorded before, as replay checks it. Each recording call (step, database step,
+ * sleep, spawn, signal wait) takes the next position, 0, 1, …, when it is made. Calls made one
+ * after another come in the same order in every run of the same code, so at each position the
+ * name and kind must be what the run recorded there. Calls that overlap (`Promise.all` over steps,
+ * branches that each await steps) may interleave differently from run to run: once a call is made
+ * while another is under way, the run is checked by name and kind alone, and, when the handler
+ * returns, for recorded calls it never made. A run recorded before positions were (core
+ * migration 11) is not checked.
+ */
+class Replay {
+  readonly byPosition = new Map<number, string>();
+  /** The highest position recorded; -1 when none. */
+  readonly lastPosition: number;
+  /** False for a run recorded before positions were: not checked. */
+  readonly checked: boolean;
+
+  constructor(readonly recorded: ReadonlyMap<string, RecordedStep>) {
+    let last = -1;
+    let checked = true;
+    for (const [name, step] of recorded) {
+      if (step.kind === 'patch') continue;
+      if (step.position === null) checked = false;
+      else {
+        this.byPosition.set(step.position, name);
+        if (step.position > last) last = step.position;
+      }
+    }
+    this.lastPosition = last;
+    this.checked = checked;
+  }
+}
 
 function checkDate(value: Date): Date {
   if (!Number.isFinite(value.getTime())) throw new ConfigError('until', 'Expected `until` to be a valid Date');

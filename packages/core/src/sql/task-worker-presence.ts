@@ -1,0 +1,25 @@
+import { sql } from 'kysely';
+import type { LeasedTable } from '../leased-table.js';
+import { execute, type Executor } from './execute.js';
+
+/** `"schema"."<table>_worker"`: the live workers of a task table and what they run (core migration 11). */
+function workerTableRef(table: LeasedTable<unknown>) {
+  return sql.id(table.schema, `${table.table}_worker`);
+}
+
+/**
+ * Says that worker `owner` is alive and runs these versions of these task names (`accepts`:
+ * name → versions), so that runs of versions no live worker accepts can be shown. @internal
+ */
+export async function taskWorkerSeen(executor: Executor, table: LeasedTable<unknown>, owner: string, accepts: Readonly<Record<string, readonly number[]>>): Promise<void> {
+  await execute(
+    executor,
+    sql`INSERT INTO ${workerTableRef(table)} AS w (owner, accepts) VALUES (${owner}::text, ${JSON.stringify(accepts)}::jsonb)
+        ON CONFLICT (owner) DO UPDATE SET accepts = excluded.accepts, seen_at = now()`,
+  );
+}
+
+/** The worker stopped: its row goes. @internal */
+export async function taskWorkerGone(executor: Executor, table: LeasedTable<unknown>, owner: string): Promise<void> {
+  await execute(executor, sql`DELETE FROM ${workerTableRef(table)} WHERE owner = ${owner}::text`);
+}
