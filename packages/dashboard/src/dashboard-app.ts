@@ -11,6 +11,7 @@ import { loginRoutes } from './routes/login.js';
 import { overviewRoutes } from './routes/overview.js';
 import { rowRoutes } from './routes/rows.js';
 import { scheduleRoutes } from './routes/schedules.js';
+import { versionRoutes } from './routes/versions.js';
 import { CsrfTokens } from './security/csrf.js';
 import { IdempotencyStore } from './security/idempotency.js';
 import { authenticate, csrfAndPage, securityHeaders } from './security/middleware.js';
@@ -38,6 +39,7 @@ export function dashboardApp(settings: DashboardSettings): DashboardApp {
   deadRoutes(app, deps);
   scheduleRoutes(app, deps);
   limitRoutes(app, deps);
+  versionRoutes(app, deps);
   app.notFound((c) => {
     const page = c.get('page');
     return page === undefined ? c.text('Not found.', 404) : c.html(messagePage(page, 'Not found', 'There is no such page here.', { href: `${page.base}/`, label: 'Overview' }), 404);

@@ -8,6 +8,7 @@ const NAV: ReadonlyArray<readonly [Section, string, string]> = [
   ['dead', 'Dead letters', '/dead'],
   ['schedules', 'Schedules', '/schedules'],
   ['limits', 'Limits', '/limits'],
+  ['versions', 'Versions', '/versions'],
 ];
 
 // htmx may not inject styles (the CSP allows only this dashboard's stylesheet) nor evaluate code
@@ -49,7 +50,7 @@ function visible(ctx: PageContext, section: Section): boolean {
   if (section === 'outbox') return ctx.tables.outbox;
   if (section === 'schedules') return ctx.tables.schedule;
   // shown with the task table: on a schema without limits yet, the page says so
-  if (section === 'limits') return ctx.tables.task;
+  if (section === 'limits' || section === 'versions') return ctx.tables.task;
   return true;
 }
 

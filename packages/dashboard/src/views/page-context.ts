@@ -1,7 +1,7 @@
 import type { DashboardTables } from '../sql/dashboard-tables.js';
 
 /** The pages of the main navigation. */
-export type Section = 'overview' | 'tasks' | 'outbox' | 'dead' | 'schedules' | 'limits';
+export type Section = 'overview' | 'tasks' | 'outbox' | 'dead' | 'schedules' | 'limits' | 'versions';
 
 /** What every page needs besides its own data. */
 export interface PageContext {

@@ -3,6 +3,7 @@ import type { TableKind } from '../options.js';
 import { formatDuration, formatJson, formatTime } from './format.js';
 import { h, type Html } from './html.js';
 import { statusBadge } from './layout.js';
+import { replaySection } from './replay-section.js';
 
 /** A row as the row page shows it: the stored columns, with what `redact` let through. */
 export interface RowView {
@@ -22,6 +23,7 @@ export interface RowView {
 export const ROW_SECTIONS: ReadonlyArray<(row: RowView) => Html | null> = [
   summarySection,
   leaseSection,
+  replaySection,
   errorSection,
   groupSection,
   dataSection,
