@@ -42,7 +42,7 @@ describe('leasehold stats: workflow versions', () => {
     expect(stats.out).toMatch(/^order\s+1\s+0\s+0\s+1\s+1\s+1h 3\dm\s+NONE$/m);
     expect(stats.out).toMatch(/^order\s+2\s+1\s+1\s+0\s+0\s+\S+\s+1$/m);
     expect(stats.out).toMatch(/^quiet\s+1\s+1\s+0\s+0\s+0\s+\S+\s+1$/m);
-    expect(stats.out).toContain('! order version 1: no live worker accepts it; its 1 runs wait until a worker whose definition accepts version 1 starts');
+    expect(stats.out).toContain('! order version 1: no live worker accepts it; its 1 run waits until a worker whose definition accepts version 1 starts');
     expect(stats.out).toContain('! 1 dead run failed replay (NonDeterminismError)');
   });
 

@@ -58,7 +58,7 @@ describe('the versions page', () => {
     expect(fine).not.toContain('has-dead');
     expect(fine).toMatch(/<td>1<\/td>\s*<\/tr>$/);
     expect(html).toContain('<h2 id="s-attention">Needs attention</h2>');
-    expect(html).toContain('<strong>order</strong> version 1: no live worker accepts this version; 1 runs wait for one that does.');
+    expect(html).toContain('<strong>order</strong> version 1: no live worker accepts this version; 1 run waits for one that does.');
     expect(html).toContain('1 dead run failed replay');
     expect(html).toContain('<th scope="row">worker-b</th>');
     expect(html).not.toContain(HOSTILE);

@@ -67,7 +67,8 @@ export function renderVersions(report: VersionsReport): string {
   const headers = ['TASK', 'VERSION', 'PENDING', 'PROCESSING', 'WAITING', 'DEAD (REPLAY)', 'OLDEST', 'LIVE WORKERS ACCEPTING'];
   const lines = [renderTable(headers, rows, [1, 2, 3, 4, 5, 6, 7])];
   for (const v of unclaimable(report)) {
-    lines.push(`! ${v.name} version ${v.version}: no live worker accepts it; its ${v.pending + v.processing + v.waiting} runs wait until a worker whose definition accepts version ${v.version} starts`);
+    const runs = v.pending + v.processing + v.waiting;
+    lines.push(`! ${v.name} version ${v.version}: no live worker accepts it; ${runs === 1 ? 'its 1 run waits' : `its ${runs} runs wait`} until a worker whose definition accepts version ${v.version} starts`);
   }
   const failed = report.nonDeterminismDead.reduce((n, d) => n + d.dead, 0);
   if (failed > 0) {

@@ -31,7 +31,10 @@ function alerts(ctx: PageContext, data: VersionsData): Html | string {
   const failed = data.nonDeterminismDead.reduce((n, d) => n + d.dead, 0);
   if (stuck.length === 0 && failed === 0) return '';
   return h`<section aria-labelledby="s-attention" class="callout"><h2 id="s-attention">Needs attention</h2><ul>
-${stuck.map((v) => h`<li><strong>${v.name}</strong> version ${v.version}: no live worker accepts this version; ${formatCount(v.pending + v.processing + v.waiting)} runs wait for one that does.</li>`)}
+${stuck.map((v) => {
+  const runs = v.pending + v.processing + v.waiting;
+  return h`<li><strong>${v.name}</strong> version ${v.version}: no live worker accepts this version; ${formatCount(runs)} ${runs === 1 ? 'run waits' : 'runs wait'} for one that does.</li>`;
+})}
 ${failed > 0 ? h`<li>${formatCount(failed)} dead run${failed === 1 ? '' : 's'} failed replay: their code no longer matches what they recorded. <a href="${ctx.base}/dead">Dead letters</a></li>` : ''}
 </ul></section>`;
 }
