@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { LeasedTable } from '../leased-table.js';
+import type { RecordKind } from '../errors.js';
 import type { TaskStatus } from '../task-status.js';
 import { execute, type Executor } from './execute.js';
 import { stepTableRef } from './task-steps.js';
@@ -24,6 +25,8 @@ export interface TaskReadRow {
   readonly availableAt: Date;
   readonly createdAt: Date;
   readonly doneAt: Date | null;
+  /** The version of the code that can run it (`defineTask`'s `version`; raised by a patch taken fresh). */
+  readonly version: number;
 }
 
 /** One task by id, or undefined. No locks. */
@@ -33,7 +36,7 @@ export async function taskRead(executor: Executor, table: LeasedTable<unknown>, 
     sql`
       SELECT id, name, status, payload, result, result IS NULL AS nothing, last_error, resolution, attempts, max_attempts,
              parent_id, wait_for, CASE WHEN status = 'waiting' AND scheduled THEN available_at END AS wake_at,
-             available_at, created_at, done_at
+             available_at, created_at, done_at, version
       FROM ${tableRef(table)} WHERE id = ${id}::bigint
     `,
   );
@@ -54,6 +57,7 @@ export async function taskRead(executor: Executor, table: LeasedTable<unknown>, 
     availableAt: r.available_at as Date,
     createdAt: r.created_at as Date,
     doneAt: (r.done_at as Date | null) ?? null,
+    version: Number(r.version),
   };
 }
 
@@ -67,6 +71,10 @@ export interface StepReadRow {
   readonly leaseVersion: number;
   readonly createdAt: Date;
   readonly doneAt: Date | null;
+  /** Its place in the run's calls, as replay checks it; null for a patch marker or a step recorded before core migration 11. */
+  readonly position: number | null;
+  /** What recorded it (`step`, `db`, `sleep`, `spawn`, `signal`, `patch`); null before core migration 11. */
+  readonly kind: RecordKind | null;
 }
 
 /** A task's recorded steps, in the order they were first recorded. No locks. */
@@ -74,8 +82,8 @@ export async function taskStepsList(executor: Executor, table: LeasedTable<unkno
   const rows = await execute<Record<string, unknown>>(
     executor,
     sql`
-      SELECT name, done, result, result IS NULL AS nothing, wake_at, lease_version, created_at, done_at
-      FROM ${stepTableRef(table)} WHERE task_id = ${id}::bigint ORDER BY created_at, name
+      SELECT name, done, result, result IS NULL AS nothing, wake_at, lease_version, created_at, done_at, position, kind
+      FROM ${stepTableRef(table)} WHERE task_id = ${id}::bigint ORDER BY created_at, position, name
     `,
   );
   return rows.map((r) => ({
@@ -86,6 +94,8 @@ export async function taskStepsList(executor: Executor, table: LeasedTable<unkno
     leaseVersion: Number(r.lease_version),
     createdAt: r.created_at as Date,
     doneAt: (r.done_at as Date | null) ?? null,
+    position: r.position === null || r.position === undefined ? null : Number(r.position),
+    kind: (r.kind as RecordKind | null) ?? null,
   }));
 }
 
