@@ -11,16 +11,8 @@ import { leasePurgeFinished } from './lease-purge-finished.js';
  * Locks: at most `limit` rows, `FOR UPDATE SKIP LOCKED`, so it never waits for a row another
  * purge (or anyone) holds and never holds more than one batch. Call it in a loop, each call its
  * own short statement, until it returns less than `limit`. Walks the `<table>_done_at` index from
- * its oldest entry, so a batch reads about `limit` rows however many are older than the cutoff:
- * - the limit reaches the planner as a subquery, whose value it cannot see, so it plans for the
- *   first rows (as it does for this statement's generic plan) and takes the index's order. With
- *   statistics taken while the table was empty, the constant limit exceeded the few rows the
- *   planner expected, and a batch read all 766,000 done rows older than the cutoff of 1,000,000,
- *   then sorted them, to delete 1,000: the whole backlog at every batch;
- * - the rows are deleted by primary key, as an array the planner cannot see into (see
- *   `byPrimaryKey` in `fence.ts`), so however many rows it expects it does not join the table:
- *   as `id IN (…)` with current statistics, a batch of 1,000 beside 210,000 rows was hashed and
- *   joined to a scan of the whole table.
+ * its oldest entry, so a batch reads about `limit` rows however many are older than the cutoff
+ * (how the statement keeps its plan to that: see `leasePurgeFinished`).
  *
  * Workers do this by default (`retention` of `createWorker`); this is for one-off use.
  *

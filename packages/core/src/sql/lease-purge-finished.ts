@@ -2,6 +2,7 @@ import { sql, type RawBuilder } from 'kysely';
 import type { LeasedTable } from '../leased-table.js';
 import { execute, type Executor } from './execute.js';
 import { tableRef } from './table-ref.js';
+import { withTransaction, type PgPoolLike } from './transaction.js';
 
 /** The statuses a row ends in, which retention and `leasehold purge` delete by age. */
 export type FinishedStatus = 'done' | 'cancelled' | 'dead';
@@ -30,8 +31,22 @@ export const RESULT_HOLD_MS = 3_600_000;
  * Each call is one short statement: it locks at most `limit` rows, `FOR UPDATE SKIP LOCKED`,
  * so it never waits for a row anyone holds, and touches no row a claim can take. It walks the
  * status' own partial index from its oldest entry (`<table>_done_at`, `task_cancelled_at`,
- * `<table>_dead`), so a batch reads about `limit` entries plus the rows kept above. The limit is
- * a subquery and the ids an array, for the plan's sake (see {@link leasePurgeDone}).
+ * `<table>_dead`), so a batch reads about `limit` entries plus the rows kept above. For the plan's
+ * sake:
+ * - the ids are an array the planner cannot see into (see `byPrimaryKey` in `fence.ts`): as
+ *   `id IN (…)` with current statistics, a batch of 1,000 beside 210,000 rows was hashed and
+ *   joined to a scan of the whole table;
+ * - the limit reaches the planner as a subquery, whose value it cannot see, so it plans for the
+ *   first rows and takes the index's order. With statistics taken while the table was empty, a
+ *   constant limit exceeded the few rows the planner expected, and a batch read all 150,000 done
+ *   rows older than the cutoff, then sorted them, to delete 1,000 (test/core/purge-scale);
+ * - but the planner then costs the batch at a tenth of the candidates (some 650,000 beside
+ *   1,000,000 done rows), over the server's `jit_above_cost`: the batch spent 0.4–1 s compiling
+ *   itself with JIT to delete 1,000 rows in 5 ms. Given a pool, each batch is therefore its own
+ *   transaction with `SET LOCAL jit = off` (four round trips, no session state left behind);
+ *   in a transaction or on a client the caller gives, it runs as it is;
+ * - a parent is looked up by primary key, in a scalar subquery: as `NOT EXISTS` under an `OR`
+ *   the planner may hash the whole table's unfinished rows on the first child it meets.
  * Cancelled rows exist only where tasks can be cancelled (core's task table): on other tables
  * the call deletes nothing without reading anything.
  * @internal
@@ -47,9 +62,7 @@ export async function leasePurgeFinished(
   const t = tableRef(table);
   const cutoff = sql`now() - ${olderThanMs} * interval '1 millisecond'`;
   const age = status === 'dead' ? sql.ref('c.available_at') : sql.ref('c.done_at');
-  const [row] = await execute<{ deleted: string }>(
-    executor,
-    sql`
+  const statement = sql<{ deleted: string }>`
       WITH deleted AS (
         DELETE FROM ${t}
         WHERE id = ANY(ARRAY(
@@ -61,12 +74,19 @@ export async function leasePurgeFinished(
         RETURNING 1
       )
       SELECT count(*) AS deleted FROM deleted
-    `,
-    // the statement's text differs per table and status only; its plan must not go generic
-    // with statistics of an empty table (see leasePurgeDone)
-    { prepare: false },
-  );
-  return Number(row?.deleted ?? 0);
+    `;
+  const run = async (on: Executor) => Number((await execute(on, statement))[0]?.deleted ?? 0);
+  if (!ownsTransactions(executor)) return run(executor);
+  return withTransaction(executor, async (trx) => {
+    await execute(trx, sql`SET LOCAL jit = off`);
+    return run(trx);
+  });
+}
+
+/** A pool (the application's, or the worker's view of it): every statement its own transaction. */
+function ownsTransactions(executor: Executor): executor is Executor & PgPoolLike {
+  const candidate = executor as Partial<PgPoolLike> & { connectionParameters?: unknown; getExecutor?: unknown };
+  return typeof candidate.connect === 'function' && candidate.connectionParameters === undefined && typeof candidate.getExecutor !== 'function';
 }
 
 /** The conditions that keep a row past its age (see {@link leasePurgeFinished}). */
@@ -76,8 +96,8 @@ function kept(table: LeasedTable<unknown>, status: FinishedStatus, age: RawBuild
   if (table.waits === true) {
     // core's task table: workflows' children and awaited results
     parts.push(sql`(NOT c.result_wanted OR ${age} < now() - ${RESULT_HOLD_MS} * interval '1 millisecond')`);
-    parts.push(sql`(c.parent_id IS NULL OR NOT EXISTS (
-      SELECT 1 FROM ${tableRef(table)} AS p WHERE p.id = c.parent_id AND p.status NOT IN ('done', 'cancelled')))`);
+    parts.push(sql`(c.parent_id IS NULL OR NOT coalesce((
+      SELECT p.status NOT IN ('done', 'cancelled') FROM ${tableRef(table)} AS p WHERE p.id = c.parent_id), false))`);
   }
   return parts.length === 0 ? sql`` : sql` AND ${sql.join(parts, sql` AND `)}`;
 }
