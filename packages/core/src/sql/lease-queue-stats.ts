@@ -32,9 +32,9 @@ export interface QueueStats {
 /**
  * Counts the rows of a leased table per name in one statement (one snapshot): what `leasehold
  * stats` and the dashboard's overview show. Takes no locks. Costs what it returns, not what the
- * table holds: a small table (up to 16 MB) is read whole and every count is exact; in a larger
+ * table holds: a small table (up to 4 MB) is read whole and every count is exact; in a larger
  * one, the unfinished and dead rows are counted exactly from their partial indexes, and the done
- * rows are estimated from a sample of about 1,000 pages (`estimated` says so). One extra
+ * rows are estimated from a sample of about 300 pages (`estimated` says so). One extra
  * statement reads the table's size first.
  *
  * @example

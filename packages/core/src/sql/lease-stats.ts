@@ -35,9 +35,9 @@ export interface LeaseStats {
 /**
  * Reads {@link LeaseStats} with one statement, so all numbers come from the same snapshot (one
  * more reads the table's size first). Takes no locks. Costs what it returns, not what the table
- * holds: a small table (up to 16 MB) is read whole and every count is exact; in a larger one the
+ * holds: a small table (up to 4 MB) is read whole and every count is exact; in a larger one the
  * unfinished and dead rows are read from their partial indexes (exact), and the done and
- * cancelled rows are estimated from a sample of about 1,000 pages (`estimated`).
+ * cancelled rows are estimated from a sample of about 300 pages (`estimated`).
  *
  * @example
  * const { counts, oldestPendingAgeMs } = await leaseStats(pool, taskTable());
