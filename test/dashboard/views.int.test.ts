@@ -214,7 +214,7 @@ describe('a narrow screen (390 px)', () => {
     const [dead] = await insertTasks(t.db, 1, { name: `narrow.${'n'.repeat(60)}`, status: 'dead', groupKey: `group-${'k'.repeat(80)}`, payload: { long } });
     await sql`UPDATE leasehold.task SET last_error = ${`Error: ${long}`} WHERE id = ${dead}::bigint`.execute(t.db);
     await blockedAggregate(`narrow-${'a'.repeat(60)}`);
-    const views = ['/', '/tasks', `/tasks/${dead}`, '/tasks?status=dead', '/dead', '/outbox', `/outbox/group?key=narrow-${'a'.repeat(60)}`, '/schedules', '/limits'];
+    const views = ['/', '/tasks', `/tasks/${dead}`, '/tasks?status=dead', '/dead', '/outbox', `/outbox/group?key=narrow-${'a'.repeat(60)}`, '/schedules', '/limits', '/versions'];
     for (const path of views) {
       const page = await open(path, dashboard.url, 390);
       const widths = (await page.evaluate('[document.documentElement.scrollWidth, document.documentElement.clientWidth]')) as [number, number];
@@ -250,7 +250,9 @@ describe('accessibility', () => {
     await sql`UPDATE leasehold.task SET last_error = 'SMTP 550' WHERE id = ${dead}::bigint`.execute(t.db);
     await insertTasks(t.db, 2, { name: 'a11y.mail' });
     await blockedAggregate('A-a11y');
-    const views = ['/', '/tasks', '/tasks?status=dead', `/tasks/${dead}`, '/dead', '/outbox', '/outbox/group?key=order%3AA-a11y', '/schedules', '/limits'];
+    // a live worker that accepts no version of a11y.mail: /versions highlights its runs
+    await sql`INSERT INTO leasehold.task_worker (owner, accepts) VALUES ('a11y-worker', '{"other": [1]}')`.execute(t.db);
+    const views = ['/', '/tasks', '/tasks?status=dead', `/tasks/${dead}`, '/dead', '/outbox', '/outbox/group?key=order%3AA-a11y', '/schedules', '/limits', '/versions'];
     const found: string[] = [];
     for (const scheme of ['light', 'dark'] as const) {
       for (const path of views) {
