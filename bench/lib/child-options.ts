@@ -25,6 +25,11 @@ export interface ChildOptions {
   readonly countStatements?: boolean;
   /** Worker: register an OpenTelemetry SDK first (see otel-sdk.ts), so it traces and measures every task. */
   readonly otel?: boolean;
+  /**
+   * Worker: its retention (see workloads/retention.ts): off, or done rows deleted past `doneMs`
+   * with a turn every `everyMs`. Left out: the library's default.
+   */
+  readonly retention?: false | { readonly doneMs: number; readonly everyMs: number };
 }
 
 /** A pool on the bench database; every child opens its connections before the clock starts. */

@@ -65,9 +65,18 @@ export async function startWorker(options: ChildOptions, send: Send): Promise<vo
     concurrency: options.concurrency ?? 8,
     ...(options.batch === undefined ? {} : { batch: options.batch }),
     ...(options.prefetch === undefined ? {} : { prefetch: options.prefetch }),
+    ...(options.retention === undefined ? {} : { retention: options.retention && { done: options.retention.doneMs, every: options.retention.everyMs } }),
   });
   worker.on('worker:error', ({ error }) => console.error(`[bench worker] ${error.message}`));
   worker.on('task:lease-lost', () => void lost++);
+  // what the worker's retention turns deleted, and how long they took
+  const purged = { rows: 0, turns: 0, ms: 0, behind: 0 };
+  worker.on('retention:purged', (r) => {
+    purged.rows += r.deleted.done;
+    purged.turns++;
+    purged.ms += r.durationMs;
+    if (r.behind) purged.behind++;
+  });
   await serveConsumer(
     {
       start: () => worker.start(),
@@ -76,7 +85,7 @@ export async function startWorker(options: ChildOptions, send: Send): Promise<vo
         await pool.end();
       },
       handled: () => handled,
-      stats: () => ({ inFlight: worker.inFlightCount, lost, ...counter?.snapshot() }),
+      stats: () => ({ inFlight: worker.inFlightCount, lost, purged, ...counter?.snapshot() }),
       resetStats: () => counter?.reset(),
     },
     send,

@@ -10,6 +10,7 @@ import { heartbeat } from './heartbeat.js';
 import { latency } from './latency.js';
 import { outboxOrdered, outboxUnordered } from './outbox.js';
 import { process1x8, process2x4, processOtel } from './process.js';
+import { retention } from './retention.js';
 import { workflowDbSteps, workflowSteps } from './workflow.js';
 
 export const WORKLOADS: readonly Workload[] = [
@@ -29,4 +30,5 @@ export const WORKLOADS: readonly Workload[] = [
   claimBlocked,
   claimLimits,
   dashboardPaging,
+  retention,
 ];
