@@ -122,6 +122,21 @@ describe('through PgBouncer in transaction mode', () => {
     expect(rows).toEqual([{ status: 'done', result: 'finished' }]);
   });
 
+  it('a worker on an unmarked pool through the pooler logs its statement errors with the setting to change', async () => {
+    const work = defineTask('pooler-unmarked', { handler: () => {} });
+    const lines: string[] = [];
+    // console-like: the message comes first
+    const logger = { warn: (message: unknown) => void lines.push(String(message)), error: (message: unknown) => void lines.push(String(message)) };
+    // listen: false, so that start() does not wait on LISTEN; polls often, so named claims go
+    // out on both of the pool's connections
+    const worker = track(createWorker({ pool: openPool({ max: 2 }), tasks: [work], listen: false, pollInterval: 10, concurrency: 2, logger }));
+    await worker.start();
+    const producer = noPreparedStatements(openPool({ max: 1 }));
+    for (let n = 0; n < 20; n++) await enqueue(producer, work, {});
+    await waitUntil(() => lines.some((l) => /26000|42P05|prepared statement/.test(l) && l.includes('noPreparedStatements: true')), 'a log line naming noPreparedStatements', 15_000);
+    await worker.stop({ timeout: 0 });
+  });
+
   it('migrate() through the pooler on a marked pool: its statements run twice on any server connection', async () => {
     const pool = noPreparedStatements(openPool({ max: 3 }));
     // the schema is the template's, current: each call reads every migration's row again

@@ -9,7 +9,7 @@ import { Finalizer } from './finalizer.js';
 import { Heartbeat } from './heartbeat.js';
 import { normalizeLeaseWorkerOptions, type LeaseWorkerOptions, type NormalizedLeaseWorkerOptions } from './lease-worker-options.js';
 import { Listener } from './listener.js';
-import { probeListenPath } from './listen-probe.js';
+import { poolerHint, probeListenPath } from './listen-probe.js';
 import { noPreparedStatements } from '../sql/execute.js';
 import { limitRegisterMany } from '../sql/limit-register-many.js';
 import { RetentionRunner } from '../retention/retention-runner.js';
@@ -296,7 +296,7 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
   #error(error: Error): void {
     if (this.#db.abandoned) return; // what a stop cut fails as it should: no news
     const plan = `claims retry with backoff up to ${this.#o.pollIntervalMs} ms until it answers; running tasks keep their leases only while it answers heartbeats`;
-    if (!this.#log.unreachable(error, plan)) this.#log.write('error', `worker error: ${error.message}`, { err: error });
+    if (!this.#log.unreachable(error, plan)) this.#log.write('error', `worker error: ${error.message}${poolerHint(error)}`, { err: error });
     safeEmit(this, 'worker:error', { error });
   }
 }

@@ -29,3 +29,15 @@ export async function probeListenPath(listener: Listener, db: Executor, startErr
     `The LISTEN connection cannot wake this worker: ${why}. It must reach the pool's database directly, not through the pooler (a pooler in transaction mode never delivers notifications); or leave \`listenConnectionString\` out to poll every \`pollInterval\``,
   );
 }
+
+/**
+ * What to add to the log line of an error that a pooler in transaction mode causes when the pool
+ * is not marked: one of leasehold's named statements missing (26000) or already there (42P05) on
+ * the server connection the pooler lent. Empty for any other error.
+ * @internal
+ */
+export function poolerHint(error: Error): string {
+  const code = (error as { code?: unknown }).code;
+  if ((code !== '26000' && code !== '42P05') || !error.message.includes('leasehold_')) return '';
+  return ' (is the pool behind a pooler in transaction mode, such as PgBouncer? Then give it `noPreparedStatements: true`; see docs/operations.md, "Poolers")';
+}

@@ -144,11 +144,13 @@ export class Listener {
   /**
    * Sends a notification with `send` (through the pool) and waits up to `timeoutMs` for it to
    * arrive on the LISTEN connection: false when it does not (the connection is down, goes through
-   * a pooler in transaction mode, or reaches another database). Other listeners of the channel
-   * take it for one more wake-up.
+   * a pooler in transaction mode, or reaches another database). It goes on a channel of its own,
+   * `<channel>:probe`, listened to only meanwhile, so other listeners of the channel never see it.
    */
   async probe(send: (channel: string, payload: string) => Promise<unknown>, timeoutMs: number): Promise<boolean> {
-    if (this.#connection === undefined) return false;
+    const connection = this.#connection;
+    if (connection === undefined) return false;
+    const channel = `${this.#channel}:probe`;
     const payload = `leasehold:probe:${randomUUID()}`;
     let timer: NodeJS.Timeout | undefined;
     const arrived = new Promise<boolean>((resolve) => {
@@ -156,11 +158,14 @@ export class Listener {
       timer = setTimeout(resolve, timeoutMs, false);
     });
     try {
-      await send(this.#channel, payload);
+      // the channel is built from validated identifiers; LISTEN takes no parameters
+      await execute(connection.client, sql`LISTEN ${sql.id(channel)}`);
+      await send(channel, payload);
       return await arrived;
     } finally {
       clearTimeout(timer);
       this.#probes.delete(payload);
+      if (this.#connection === connection) await execute(connection.client, sql`UNLISTEN ${sql.id(channel)}`).catch(() => undefined);
     }
   }
 
