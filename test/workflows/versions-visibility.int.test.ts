@@ -21,6 +21,11 @@ describe('taskVersions', () => {
     await seedRun(t.db, { name: 'order', version: 2, status: 'waiting' });
     await seedRun(t.db, { name: 'mail', version: 1 });
     await seedRun(t.db, { name: 'archived', version: 3, status: 'done' });
+    // no worker reports what it accepts (as before core migration 11): unknown, not "none"
+    const unreported = await taskVersions(t.pool);
+    expect(unreported.workers).toEqual([]);
+    expect(unreported.versions.map((v) => v.acceptedBy)).toEqual([null, null, null]);
+
     await seedWorker(t.db, 'new-worker', { order: [2], mail: [1] });
     await seedWorker(t.db, 'old-worker', { order: [1] }, 10 * MIN); // stopped reporting: dead
 

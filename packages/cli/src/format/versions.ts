@@ -37,12 +37,9 @@ export async function readVersions(executor: Executor, schema: string): Promise<
   }
 }
 
-/**
- * Runs no live worker can claim. Only once some worker reports what it accepts: workers from
- * before core migration 11 report nothing, and then every run would look unclaimable.
- */
+/** Runs no live worker can claim (none is flagged while no worker reports what it accepts). */
 export function unclaimable(report: VersionsReport): TaskVersionRow[] {
-  return report.workers.length === 0 ? [] : report.versions.filter((v) => v.acceptedBy === 0);
+  return report.versions.filter((v) => v.acceptedBy === 0);
 }
 
 /** Whether the versions deserve a section: several versions of a name, runs nobody can claim, or replay failures. */
@@ -54,10 +51,9 @@ export function versionsWorthShowing(report: VersionsReport): boolean {
 /** The versions section of `leasehold stats`: one line per task version, then what needs a person. */
 export function renderVersions(report: VersionsReport): string {
   const dead = new Map(report.nonDeterminismDead.map((d) => [`${d.name}@${d.version}`, d.dead]));
-  const live = report.workers.length > 0;
   const rows = report.versions.map((v) => [
     v.name, v.version, v.pending, v.processing, v.waiting, dead.get(`${v.name}@${v.version}`) ?? 0, formatAge(v.oldestAgeMs),
-    !live ? '?' : v.acceptedBy === 0 ? 'NONE' : v.acceptedBy,
+    v.acceptedBy === null ? '?' : v.acceptedBy === 0 ? 'NONE' : v.acceptedBy,
   ]);
   // replay failures of a version with no unfinished run still get a line
   for (const d of report.nonDeterminismDead) {
@@ -74,6 +70,6 @@ export function renderVersions(report: VersionsReport): string {
   if (failed > 0) {
     lines.push(`! ${failed} dead run${failed === 1 ? '' : 's'} failed replay (NonDeterminismError): deploy code that can run them, then "leasehold dead retry <ids>" resumes them with their recorded steps`);
   }
-  if (!live) lines.push('(no live worker reports the versions it accepts)');
+  if (report.workers.length === 0) lines.push('(no live worker reports the versions it accepts)');
   return lines.join('\n');
 }

@@ -20,19 +20,24 @@ export interface TaskVersionRow {
   readonly oldestAgeMs: number;
   /** How long the longest-waiting pending or processing one has waited to run (as `queueStats` counts it); null when none waits. */
   readonly oldestPendingAgeMs: number | null;
-  /** Live workers whose definition of this name accepts this version (0: none can claim these runs). */
-  readonly acceptedBy: number;
+  /**
+   * Live workers whose definition of this name accepts this version: 0 when none can claim these
+   * runs. Null when no live worker reports what it accepts (workers from before core migration 11
+   * report nothing), so that acceptance is unknown rather than "none".
+   */
+  readonly acceptedBy: number | null;
 }
 
 /**
  * Unfinished runs per task name and version, read from the partial indexes of unfinished rows
  * (see `unfinishedSources`), with how many live workers — a `task_worker` row seen within
- * `liveWithinMs` — accept each. Takes no locks; one statement, so one snapshot.
+ * `liveWithinMs` — accept each (null while none is live). Takes no locks; one statement, so one
+ * snapshot.
  */
 export async function taskVersionCounts(executor: Executor, table: LeasedTable<unknown>, liveWithinMs: number): Promise<TaskVersionRow[]> {
   const rows = await execute<{
     name: string; version: number; pending: string; processing: string; waiting: string;
-    oldest_ms: number; pending_ms: number | null; accepted_by: number;
+    oldest_ms: number; pending_ms: number | null; accepted_by: number | null;
   }>(
     executor,
     sql`
@@ -48,17 +53,19 @@ export async function taskVersionCounts(executor: Executor, table: LeasedTable<u
       ),
       -- accepts: {"<name>": [versions…]}, one row per live worker and name and version it accepts;
       -- joined rather than probed per group, whose estimated cost alone set off JIT (300 ms here)
+      live AS MATERIALIZED (
+        SELECT accepts FROM ${workerTableRef(table)} WHERE seen_at > now() - ${liveWithinMs}::float8 * interval '1 millisecond'
+      ),
       accepted AS (
         SELECT a.name, v.version::int AS version, count(*)::int AS workers
-        FROM ${workerTableRef(table)} AS w
+        FROM live AS w
           CROSS JOIN LATERAL jsonb_each(w.accepts) AS a(name, versions)
           CROSS JOIN LATERAL jsonb_array_elements_text(a.versions) AS v(version)
-        WHERE w.seen_at > now() - ${liveWithinMs}::float8 * interval '1 millisecond'
         GROUP BY 1, 2
       )
       SELECT o.name, o.version, o.pending, o.processing, o.waiting,
              ${ageMs(sql`o.oldest`)} AS oldest_ms, ${ageMs(sql`o.pending_since`)} AS pending_ms,
-             coalesce(a.workers, 0) AS accepted_by
+             CASE WHEN EXISTS (SELECT 1 FROM live) THEN coalesce(a.workers, 0) END AS accepted_by
       FROM open AS o LEFT JOIN accepted AS a ON a.name = o.name AND a.version = o.version
       ORDER BY o.name, o.version
     `,

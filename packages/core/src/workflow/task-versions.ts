@@ -28,12 +28,13 @@ export interface TaskVersions {
  * The unfinished runs (pending, processing, waiting) per task name and version, and whether a
  * live worker accepts each — `acceptedBy: 0` marks runs no running worker can claim, which wait
  * until a worker whose definition accepts that version starts (`defineTask(name, { version,
- * accepts })`). Also the live workers and what they accept. Reads the unfinished rows from their
+ * accepts })`); it is null while no live worker reports what it accepts (workers from before core
+ * migration 11 do not). Also the live workers and what they accept. Reads the unfinished rows from their
  * partial indexes and the worker list, never the finished rows. Takes no locks.
  *
  * @example
- * const { versions, workers } = await taskVersions(pool);
- * for (const v of versions.filter((v) => v.acceptedBy === 0 && workers.length > 0)) {
+ * const { versions } = await taskVersions(pool);
+ * for (const v of versions.filter((v) => v.acceptedBy === 0)) {
  *   console.warn(`${v.pending} runs of ${v.name} v${v.version} wait for a worker that accepts them`);
  * }
  */

@@ -27,7 +27,7 @@ A run that failed replay (<code>NonDeterminismError</code>) keeps its recorded s
 }
 
 function alerts(ctx: PageContext, data: VersionsData): Html | string {
-  const stuck = data.workers.length === 0 ? [] : data.versions.filter((v) => v.acceptedBy === 0);
+  const stuck = data.versions.filter((v) => v.acceptedBy === 0);
   const failed = data.nonDeterminismDead.reduce((n, d) => n + d.dead, 0);
   if (stuck.length === 0 && failed === 0) return '';
   return h`<section aria-labelledby="s-attention" class="callout"><h2 id="s-attention">Needs attention</h2><ul>
@@ -67,7 +67,7 @@ function versionTable(ctx: PageContext, data: VersionsData): Html {
   const list = (params: Record<string, string>) => `${ctx.base}/tasks?${new URLSearchParams(params)}`;
   const accepting = (open: TaskVersionRow | null): Html | string => {
     if (open === null) return '—';
-    if (!live) return h`<span class="muted">unknown</span>`;
+    if (open.acceptedBy === null) return h`<span class="muted">unknown</span>`;
     return open.acceptedBy === 0 ? h`<span class="status status-dead">no live worker accepts this version</span>` : formatCount(open.acceptedBy);
   };
   return h`<div class="scroll" role="region" aria-labelledby="cap-versions" tabindex="0"><table class="data">
@@ -76,7 +76,7 @@ function versionTable(ctx: PageContext, data: VersionsData): Html {
 <th scope="col" class="num">Waiting</th><th scope="col" class="num">Oldest</th><th scope="col" class="num">Failed replay</th><th scope="col">Live workers accepting</th></tr></thead>
 <tbody>
 ${lines.length === 0 ? h`<tr><td colspan="8" class="muted">No unfinished run.</td></tr>` : ''}
-${lines.map(({ name, version, open, failed }) => h`<tr${live && open?.acceptedBy === 0 ? h` class="has-dead"` : ''}>
+${lines.map(({ name, version, open, failed }) => h`<tr${open?.acceptedBy === 0 ? h` class="has-dead"` : ''}>
 <th scope="row"><a href="${list({ name })}">${name}</a></th><td class="num">${version}</td>
 <td class="num">${formatCount(open?.pending ?? 0)}</td><td class="num">${formatCount(open?.processing ?? 0)}</td><td class="num">${formatCount(open?.waiting ?? 0)}</td>
 <td class="num">${open === null ? '—' : formatDuration(open.oldestAgeMs)}</td>
