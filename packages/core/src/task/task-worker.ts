@@ -34,7 +34,8 @@ export class TaskWorker extends LeaseWorker<TaskRow> {
   override async start(): Promise<void> {
     await super.start();
     if (this.#stopped) return;
-    await this.#seen();
+    // not awaited: start() resolves when the worker claims, as before; the row follows at once
+    void this.#seen();
     this.#presence = setInterval(() => void this.#seen(), PRESENCE_INTERVAL_MS).unref();
     if (this.#scheduler === undefined || this.#stopped) return;
     try {
