@@ -1,12 +1,15 @@
 // What core reads about workflow change safety (issue 31), from rows as the runtime writes them:
 // unfinished runs per task version and whether a live worker accepts each, how many runs still
 // need a patch's old branch, and the dead runs that failed replay.
-import { describe, expect, it } from 'vitest';
-import { nonDeterminismDeadCounts, patchUsage, taskVersions } from '@leasehold/core';
+import { sql } from 'kysely';
+import { describe, expect, it, vi } from 'vitest';
+import { createWorker, defineTask, enqueue, nonDeterminismDeadCounts, patchUsage, taskVersions, type TaskContext } from '@leasehold/core';
 import { useTestDatabase } from '../fixtures.js';
+import { nextEvent, useWorkers } from '../workers.js';
 import { seedMarker, seedNonDeterminismDead, seedRun, seedWorker } from './version-seed.js';
 
 const t = useTestDatabase();
+const track = useWorkers();
 const MIN = 60_000;
 
 describe('taskVersions', () => {
@@ -117,5 +120,54 @@ describe('nonDeterminismDeadCounts', () => {
       { name: 'ship', version: 1, dead: 2 },
       { name: 'ship', version: 2, dead: 1 },
     ]);
+  });
+});
+
+describe('over what the runtime writes', () => {
+  it('counts a run the changed code could not replay, a patch a run took, and the versions a live worker accepts', async () => {
+    const name = 'deploy-flow';
+    const before = defineTask(name, {
+      handler: async (_p: object, ctx: TaskContext) => {
+        await ctx.step('reserve', () => 'r');
+        await ctx.sleep('cool-off', '1h');
+      },
+    });
+    const old = await enqueue(t.pool, before, {});
+    const first = track(createWorker({ pool: t.pool, tasks: [before], pollInterval: 20, logger: null }));
+    const parked = nextEvent(first, 'task:suspended', ({ task }) => task.id === old.id);
+    await first.start();
+    await parked;
+    await first.stop();
+
+    // the deploy: a step inserted before the recorded one, wrongly declared able to run version 1
+    // runs, and a patch for new runs
+    const after = defineTask(name, {
+      version: 2,
+      accepts: [1],
+      handler: async (_p: object, ctx: TaskContext) => {
+        await ctx.step('check-stock', () => true);
+        if (await ctx.patched('check-stock-first')) await ctx.sleep('cool-off', '1h');
+      },
+    });
+    const fresh = await enqueue(t.pool, after, {});
+    await sql`UPDATE leasehold.task SET available_at = now() WHERE id = ${old.id}`.execute(t.db); // its sleep is over
+    const second = track(createWorker({ pool: t.pool, tasks: [after], pollInterval: 20, logger: null }));
+    const died = nextEvent(second, 'task:dead', ({ task }) => task.id === old.id);
+    const freshParked = nextEvent(second, 'task:suspended', ({ task }) => task.id === fresh.id);
+    await second.start();
+    try {
+      await Promise.all([died, freshParked]);
+      expect(await nonDeterminismDeadCounts(t.pool)).toContainEqual({ name, version: 1, dead: 1 });
+      expect(await patchUsage(t.pool, { task: name })).toEqual([
+        { task: name, patch: 'check-stock-first', newPath: 1, oldPath: 0, undecided: 0, firstNewAt: expect.any(Date) },
+      ]);
+      await vi.waitFor(async () => {
+        const { versions, workers } = await taskVersions(t.pool);
+        expect(workers.flatMap((w) => w.accepts[name] ?? [])).toEqual([1, 2]); // the seeded workers accept other names
+        expect(versions.filter((v) => v.name === name)).toEqual([expect.objectContaining({ version: 2, waiting: 1, acceptedBy: 1 })]);
+      });
+    } finally {
+      await second.stop();
+    }
   });
 });
