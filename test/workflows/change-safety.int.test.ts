@@ -350,3 +350,32 @@ describe('steps that run at the same time', () => {
     expect(Object.fromEntries(c.counts)).toEqual({ x: 1, y: 1, z: 1, end: 1 });
   });
 });
+
+describe('versions', () => {
+  it('a worker claims only the versions it runs, and lists them in the worker list while it runs', async () => {
+    const v1 = defineTask('versioned', { handler: () => 'v1' });
+    const v2 = defineTask('versioned', { version: 2, handler: () => 'v2' });
+    const both = defineTask('versioned', { version: 2, accepts: [1], handler: () => 'v2 or v1' });
+    const old = await enqueue(t.pool, v1, {});
+    const fresh = await enqueue(t.pool, v2, {});
+    expect((await getTask(t.pool, fresh))!.version).toBe(2);
+
+    const onlyNew = track(createWorker({ pool: t.pool, tasks: [v2], pollInterval: 50 }));
+    // idle once the version-2 run is done: its claims found nothing more it may take
+    const idle = nextEvent(onlyNew, 'worker:idle');
+    await onlyNew.start();
+    expect(await waitForResult(t.pool, fresh, { timeout: '20s' })).toBe('v2');
+    const listed = async () => (await t.pool.query<{ owner: string; accepts: unknown }>('SELECT owner, accepts FROM leasehold.task_worker')).rows;
+    await expect.poll(listed, { timeout: 10_000 }).toEqual([{ owner: onlyNew.owner, accepts: { versioned: [2] } }]);
+    // the version-1 run waits for a worker that runs version 1
+    await idle;
+    expect((await readTask(t.db, old.id)).status).toBe('pending');
+    await onlyNew.stop();
+    await expect.poll(listed, { timeout: 10_000 }).toEqual([]);
+
+    const upgraded = track(createWorker({ pool: t.pool, tasks: [both], pollInterval: 50 }));
+    await upgraded.start();
+    expect(await waitForResult(t.pool, old, { timeout: '20s' })).toBe('v2 or v1');
+    await upgraded.stop();
+  });
+});

@@ -14,7 +14,10 @@ function workerTableRef(table: LeasedTable<unknown>) {
 export async function taskWorkerSeen(executor: Executor, table: LeasedTable<unknown>, owner: string, accepts: Readonly<Record<string, readonly number[]>>): Promise<void> {
   await execute(
     executor,
-    sql`INSERT INTO ${workerTableRef(table)} AS w (owner, accepts) VALUES (${owner}::text, ${JSON.stringify(accepts)}::jsonb)
+    // rows of workers gone for an hour (killed, so they never deleted theirs) leave with it: the
+    // list stays as short as the fleet
+    sql`WITH gone AS (DELETE FROM ${workerTableRef(table)} WHERE seen_at < now() - interval '1 hour' AND owner <> ${owner}::text)
+        INSERT INTO ${workerTableRef(table)} AS w (owner, accepts) VALUES (${owner}::text, ${JSON.stringify(accepts)}::jsonb)
         ON CONFLICT (owner) DO UPDATE SET accepts = excluded.accepts, seen_at = now()`,
   );
 }

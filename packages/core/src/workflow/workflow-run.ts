@@ -304,6 +304,9 @@ export class WorkflowRun {
   /** A step name for this run: checked, and not used before in it. */
   #claim(name: unknown, option: string): string {
     const step = checkName(name, option, 'the step name');
+    if (step.startsWith('patch:')) {
+      throw new PermanentError(`step name "${step}" of task ${this.#task.id} (${this.#task.name}) starts with "patch:", which ctx.patched's records use: rename the step`);
+    }
     if (this.#used.has(step)) {
       throw new PermanentError(`step name "${step}" is used twice in one run of task ${this.#task.id} (${this.#task.name}): give each step its own name`);
     }
