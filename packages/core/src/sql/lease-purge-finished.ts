@@ -2,7 +2,7 @@ import { sql, type RawBuilder } from 'kysely';
 import type { LeasedTable } from '../leased-table.js';
 import { execute, type Executor } from './execute.js';
 import { tableRef } from './table-ref.js';
-import { withTransaction, type PgPoolLike } from './transaction.js';
+import { withoutJit } from './without-jit.js';
 
 /** The statuses a row ends in, which retention and `leasehold purge` delete by age. */
 export type FinishedStatus = 'done' | 'cancelled' | 'dead';
@@ -43,8 +43,8 @@ export const RESULT_HOLD_MS = 3_600_000;
  * - but the planner then costs the batch at a tenth of the candidates (some 650,000 beside
  *   1,000,000 done rows), over the server's `jit_above_cost`: the batch spent 0.4–1 s compiling
  *   itself with JIT to delete 1,000 rows in 5 ms. Given a pool, each batch is therefore its own
- *   transaction with `SET LOCAL jit = off` (four round trips, no session state left behind);
- *   in a transaction or on a client the caller gives, it runs as it is;
+ *   transaction with JIT off (see `withoutJit`); in a transaction or on a client the caller
+ *   gives, it runs as it is;
  * - a parent is looked up by primary key, in a scalar subquery: as `NOT EXISTS` under an `OR`
  *   the planner may hash the whole table's unfinished rows on the first child it meets.
  * Cancelled rows exist only where tasks can be cancelled (core's task table): on other tables
@@ -75,18 +75,7 @@ export async function leasePurgeFinished(
       )
       SELECT count(*) AS deleted FROM deleted
     `;
-  const run = async (on: Executor) => Number((await execute(on, statement))[0]?.deleted ?? 0);
-  if (!ownsTransactions(executor)) return run(executor);
-  return withTransaction(executor, async (trx) => {
-    await execute(trx, sql`SET LOCAL jit = off`);
-    return run(trx);
-  });
-}
-
-/** A pool (the application's, or the worker's view of it): every statement its own transaction. */
-function ownsTransactions(executor: Executor): executor is Executor & PgPoolLike {
-  const candidate = executor as Partial<PgPoolLike> & { connectionParameters?: unknown; getExecutor?: unknown };
-  return typeof candidate.connect === 'function' && candidate.connectionParameters === undefined && typeof candidate.getExecutor !== 'function';
+  return withoutJit(executor, async (on) => Number((await execute(on, statement))[0]?.deleted ?? 0));
 }
 
 /** The conditions that keep a row past its age (see {@link leasePurgeFinished}). */
