@@ -1,11 +1,8 @@
 import { sql } from 'kysely';
 import type { LeasedTable } from '../leased-table.js';
 import { execute, type Executor } from './execute.js';
+import { workerTableRef } from './task-worker-list.js';
 
-/** `"schema"."<table>_worker"`: the live workers of a task table and what they run (core migration 11). */
-function workerTableRef(table: LeasedTable<unknown>) {
-  return sql.id(table.schema, `${table.table}_worker`);
-}
 
 /**
  * Says that worker `owner` is alive and runs these versions of these task names (`accepts`:

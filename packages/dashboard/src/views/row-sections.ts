@@ -123,5 +123,5 @@ ${typeof state === 'string' && state !== '' ? item('tracestate', h`<code>${state
 function workflowSection(row: RowView): Html | null {
   if (row.kind !== 'task') return null;
   return h`<section aria-labelledby="s-workflow"><h2 id="s-workflow">Workflow steps and children</h2>
-<p class="muted">This version of leasehold records no workflow steps or child tasks.</p></section>`;
+<p class="muted">The dashboard does not show a run's steps and children yet: <code>leasehold task show ${String(row.raw.id)}</code> prints them.</p></section>`;
 }
