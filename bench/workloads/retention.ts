@@ -137,9 +137,9 @@ export const retention: Workload = {
     await ctx.admin.query(`VACUUM ${SCHEMA}.task`);
     const stats = await statsMs(ctx);
     const { tasks } = sizes(ctx.config);
-    // the purge kept up when what was due at the end is no more than about one turn's worth
-    const keptUp = on.dueLeft <= STREAM_PER_S * (EVERY_MS / 1000) * 2;
-    const check = off.r.handled !== tasks || on.r.handled !== tasks ? `handled ${off.r.handled} / ${on.r.handled} of ${tasks}` : keptUp ? 'ok' : `purge fell behind: ${on.dueLeft} rows due`;
+    // a sanity check, as every workload's: nothing lost or handled twice. Whether the purge kept
+    // up is a number (dueLeft: about one turn's worth, 5,000, when it does), never a failure
+    const check = off.r.handled === tasks && on.r.handled === tasks ? 'ok' : `handled ${off.r.handled} / ${on.r.handled} of ${tasks}`;
     return {
       values: {
         rateOff: off.r.rate,
