@@ -12,6 +12,7 @@ export interface RetentionReport {
   readonly deleted: Readonly<Record<'done' | 'cancelled' | 'dead', number>>;
   /** DELETE statements run. */
   readonly batches: number;
+  /** How long the turn took, from taking it to its last batch. */
   readonly durationMs: number;
   /** The turn ended on its time budget (one interval) with rows still due: the next turn goes on. */
   readonly behind: boolean;
