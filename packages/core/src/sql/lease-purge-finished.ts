@@ -28,7 +28,8 @@ export const RESULT_HOLD_MS = 3_600_000;
  * age counts from when its last attempt became due (`available_at`), so it may leave up to one
  * attempt's run (its lease, at most) early.
  *
- * Each call is one short statement: it locks at most `limit` rows, `FOR UPDATE SKIP LOCKED`,
+ * Each call is one short statement (in a transaction of its own with a pool, see below): it
+ * locks at most `limit` rows, `FOR UPDATE SKIP LOCKED`,
  * so it never waits for a row anyone holds, and touches no row a claim can take. It walks the
  * status' own partial index from its oldest entry (`<table>_done_at`, `task_cancelled_at`,
  * `<table>_dead`), so a batch reads about `limit` entries plus the rows kept above. For the plan's
