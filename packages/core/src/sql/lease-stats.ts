@@ -3,7 +3,7 @@ import type { LeasedTable } from '../leased-table.js';
 import type { TaskStatus } from '../task-status.js';
 import { execute, type Executor } from './execute.js';
 import { finishedCount, sampledFinished } from './finished-sample.js';
-import { withoutJit } from './without-jit.js';
+import { indexesOnly, withoutJit } from './without-jit.js';
 import { liveRows } from './lease-live-stats.js';
 import { tableRef } from './table-ref.js';
 import { ageMs, waitingSince } from './waiting-since.js';
@@ -47,12 +47,13 @@ export interface LeaseStats {
 export function leaseStats(executor: Executor, table: LeasedTable<unknown>): Promise<LeaseStats> {
   // JIT off: its compile time, triggered by estimates the partial indexes' stale statistics
   // inflate, was most of the statement's (0.3–0.7 s beside 10,000,000 rows; see withoutJit)
-  return withoutJit(executor, (on) => read(on, table));
+  return withoutJit(executor, (on, own) => read(on, own, table));
 }
 
-async function read(executor: Executor, table: LeasedTable<unknown>): Promise<LeaseStats> {
+async function read(executor: Executor, own: boolean, table: LeasedTable<unknown>): Promise<LeaseStats> {
   const t = tableRef(table);
   const count = await finishedCount(executor, table);
+  if (!count.exact) await indexesOnly(executor, own);
   // a large table: the unfinished rows from their indexes, the finished ones from a sample
   const source = count.exact ? t : sql`(${liveRows(table, true)}) AS live`;
   const finished = count.exact ? sql`` : sql`UNION ALL SELECT status, sum(n) AS n FROM (${sampledFinished(table, count.percent)}) AS f GROUP BY status`;
