@@ -36,7 +36,7 @@ async function settlesTo(read: () => Promise<number>, want: number, deadlineMs =
 
 describe('retention', () => {
   it('defaults: done and cancelled rows leave after 7 days, dead rows stay, a turn a minute', () => {
-    expect(retentionSettings(undefined)).toEqual({ ages: [['done', 7 * 86_400_000], ['cancelled', 7 * 86_400_000]], everyMs: 60_000, batchSize: 1_000 });
+    expect(retentionSettings(undefined)).toEqual({ ages: [['done', 7 * 86_400_000], ['cancelled', 7 * 86_400_000]], everyMs: 60_000, batchSize: 5_000 });
     expect(retentionSettings({ done: 0, dead: '30d', cancelled: false })?.ages).toEqual([['done', 0], ['dead', 30 * 86_400_000]]);
     expect(retentionSettings(false)).toBeUndefined();
     expect(retentionSettings({ done: false, cancelled: false })).toBeUndefined();

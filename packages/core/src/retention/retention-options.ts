@@ -24,7 +24,12 @@ export interface RetentionOptions {
   dead?: Duration | false;
   /** How often a turn comes round, across all workers of the table. @defaultValue '1m' */
   every?: Duration;
-  /** Rows per DELETE statement, each its own short transaction. @defaultValue 1000 */
+  /**
+   * Rows per DELETE statement, each its own short transaction (some 20–40 ms at 5,000). A
+   * batch's fixed work (its transaction, its plan, the delete trigger's two statements) is most
+   * of a small one's: beside 10,000,000 rows, batches of 1,000 cost the server some 7 ms more
+   * per 1,000 tasks processed, batches of 5,000 nothing measurable. @defaultValue 5000
+   */
   batchSize?: number;
 }
 
@@ -56,7 +61,7 @@ export function retentionSettings(options: RetentionOptions | false | undefined)
   };
   const ages = [...age('done', DEFAULT_RETENTION_AGE), ...age('cancelled', DEFAULT_RETENTION_AGE), ...age('dead', false)];
   const everyMs = parseDuration(o.every ?? '1m', 'retention.every');
-  const batchSize = parseInteger(o.batchSize ?? 1_000, 'retention.batchSize', 1, 100_000);
+  const batchSize = parseInteger(o.batchSize ?? 5_000, 'retention.batchSize', 1, 100_000);
   if (ages.length === 0) return undefined;
   return Object.freeze({ ages: Object.freeze(ages), everyMs, batchSize });
 }
