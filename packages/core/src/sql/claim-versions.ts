@@ -9,6 +9,8 @@ import { sql, type RawBuilder } from 'kysely';
 export interface ClaimVersions {
   readonly firstOnly: boolean;
   readonly keys: readonly string[];
+  /** The versions per name, as the worker list shows them. */
+  readonly byName: Readonly<Record<string, readonly number[]>>;
 }
 
 /** `<name> <version>`: one pair a claim may take; unambiguous, since the version is the text after the last space. @internal */

@@ -199,8 +199,9 @@ export function normalizeLeaseWorkerOptions<Row>(options: LeaseWorkerOptions<Row
 function claimVersions(versions: ReadonlyMap<string, readonly number[]> | undefined, names: readonly string[] | undefined): ClaimVersions | undefined {
   if (versions === undefined) return undefined;
   if (names === undefined) throw new ConfigError('versions', 'Expected `names` with `versions`: versions are given per name');
-  const keys = names.flatMap((name) => (versions.get(name) ?? [1]).map((v) => versionKey(name, v)));
-  return Object.freeze({ firstOnly: names.every((name) => { const v = versions.get(name) ?? [1]; return v.length === 1 && v[0] === 1; }), keys: Object.freeze(keys) });
+  const byName = Object.freeze(Object.fromEntries(names.map((name) => [name, Object.freeze([...(versions.get(name) ?? [1])])])));
+  const keys = names.flatMap((name) => byName[name]!.map((v) => versionKey(name, v)));
+  return Object.freeze({ firstOnly: names.every((name) => byName[name]!.length === 1 && byName[name]![0] === 1), keys: Object.freeze(keys), byName });
 }
 
 function checkLimits<Row>(options: LeaseWorkerOptions<Row>): readonly LimitDeclaration[] {

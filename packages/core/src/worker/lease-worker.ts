@@ -13,6 +13,7 @@ import { poolerHint, probeListenPath } from './listen-probe.js';
 import { noPreparedStatements } from '../sql/execute.js';
 import { limitRegisterMany } from '../sql/limit-register-many.js';
 import { RetentionRunner } from '../retention/retention-runner.js';
+import { WorkerPresence } from './worker-presence.js';
 import { logRetention } from '../retention/retention-log.js';
 import { settlesBy } from './settles-by.js';
 import { TaskRunner } from './task-runner.js';
@@ -24,7 +25,7 @@ import { shutDown } from './worker-shutdown.js';
 
 /** How long `start()` waits for the database to answer its check. */
 const START_CHECK_TIMEOUT_MS = 10_000;
-/** How long a stop waits, after the rest, for a retention batch in flight before cutting it. */
+/** How long a stop waits, after the rest, for a retention batch in flight and the worker-list delete before cutting them. */
 const RETENTION_STOP_MS = 500;
 
 /** Options of {@link LeaseWorker.stop}. */
@@ -63,6 +64,8 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
   readonly #listener: Listener | undefined;
   /** This worker's share of deleting old finished rows, when it takes part. */
   readonly #retention: RetentionRunner | undefined;
+  /** This worker's row in the worker list, when its rows have versions (core's task table). */
+  readonly #presence: WorkerPresence | undefined;
   /** The listener's errors while a start checks the database (see `#begin`), or undefined. */
   #startErrors: Error[] | undefined;
   readonly #log: WorkerLog;
@@ -136,6 +139,7 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
       },
       onError: (error) => this.#error(error),
     });
+    this.#presence = this.#o.versions === undefined ? undefined : new WorkerPresence(this.#db, table, this.owner, this.#o.versions.byName, (error) => this.#error(error));
     // behind a pooler, the worker's own statements are not named either (the pool is marked)
     if (this.#o.pooled) noPreparedStatements(this.#db);
   }
@@ -228,6 +232,7 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
       onError: (error) => this.#error(error),
     });
     this.#retention?.start();
+    this.#presence?.start();
     safeEmit(this, 'worker:started', { owner: this.owner });
   }
 
@@ -284,7 +289,10 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
       },
       timeoutMs,
     );
-    if (retentionStopped !== undefined && !(await settlesBy(retentionStopped, performance.now() + RETENTION_STOP_MS))) this.#db.abandon();
+    // the worker's row goes once it has stopped, unless the stop had to cut the connections
+    const presenceGone = this.#db.abandoned ? undefined : this.#presence?.stop();
+    const tail = [retentionStopped, presenceGone].filter((p) => p !== undefined);
+    if (tail.length > 0 && !(await settlesBy(Promise.all(tail), performance.now() + RETENTION_STOP_MS))) this.#db.abandon();
     this.#db.close();
     onPoolError(this.#o.pool, this.#onPoolError, 'off');
     this.#state = 'stopped';
