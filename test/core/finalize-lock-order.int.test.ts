@@ -52,3 +52,39 @@ describe('a batched fenced write locks in id order', () => {
     expect(results.every((r) => r.won)).toBe(true);
   });
 });
+
+describe('a write that ends children locks the parents and its own rows in one id order', () => {
+  it('while it waits on its lowest row, the parent above it is still free: a heartbeat holding that row takes the parent next without a deadlock', async () => {
+    await sql`TRUNCATE leasehold.task`.execute(t.db);
+    // in id order: another workflow's row ending in the same batch, a parent, its child
+    await enqueueMany(t.pool, noop, [0, 1, 2].map((n) => ({ payload: { n } })));
+    const [other, parent, child] = (await sql<{ id: string }>`SELECT id FROM leasehold.task ORDER BY id`.execute(t.db)).rows.map((r) => String(r.id));
+    await sql`UPDATE leasehold.task SET status = 'processing', lease_version = 1, attempts = 1, lease_owner = 'me', lease_until = now() + interval '1 hour'`.execute(t.db);
+    await sql`UPDATE leasehold.task SET parent_id = ${parent} WHERE id = ${child}`.execute(t.db);
+
+    // the worker's heartbeat locks its rows in id order: it holds the lowest first
+    const heartbeat = await t.client();
+    await heartbeat.query('BEGIN');
+    await heartbeat.query('SELECT id FROM leasehold.task WHERE id = $1 FOR NO KEY UPDATE', [other]);
+
+    const items: FinalizeItem[] = [
+      { id: child!, leaseVersion: 1, transition: toDone(), groupKey: null, parentId: parent! },
+      { id: other!, leaseVersion: 1, transition: toDone(), groupKey: null, parentId: null },
+    ];
+    const finalizing = leaseFinalizeMany(t.pool, table, items);
+    await waitForLockWaiters(t.db);
+    // the heartbeat goes on to the parent: a write that had locked the parent before its lower
+    // row would hold it now, and the two would wait for each other
+    const parentFree = await heartbeat.query('SELECT id FROM leasehold.task WHERE id = $1 FOR NO KEY UPDATE NOWAIT', [parent]).then(
+      () => true,
+      (error: { code?: string }) => {
+        if (error.code === '55P03') return false; // lock_not_available
+        throw error;
+      },
+    );
+    await heartbeat.query('ROLLBACK');
+    const results = await finalizing;
+    expect(parentFree).toBe(true);
+    expect(results.every((r) => r.won)).toBe(true);
+  });
+});
