@@ -106,23 +106,25 @@ describe('real worker processes under faults', () => {
   it('database connection loss: every backend of the workers terminated, repeatedly; they back off, reconnect, re-LISTEN and finish', { timeout: 300_000 }, async () => {
     await seedFaultTasks(t.db, HALF);
     const app = 'lh-fault-dbloss';
-    const f = (fleet = new Fleet(t.url, workerArgs(app)));
+    const listenApp = `${app}:listen`;
+    const f = (fleet = new Fleet(t.url, workerArgs(app, LEASE_MS, ['--listen-apart'])));
     await Promise.all([f.spawn(), f.spawn(), f.spawn()]);
     let terminated = 0;
     let rounds = 0;
     await untilDone(HALF, async () => {
       if (rounds < 4) {
         const { rows } = await sql<{ n: number }>`
-          SELECT count(*)::int AS n FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = ${app}) AS x`.execute(t.db);
+          SELECT count(*)::int AS n FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+            WHERE application_name IN (${app}, ${listenApp})) AS x`.execute(t.db);
         terminated += rows[0]!.n;
         rounds++;
       }
       await sleep(random(150, 400));
     });
-    // each worker is LISTENing again on a connection of its own: a notification reaches it, and
-    // it answers with a ready-only claim on that connection (a session that ran one after the
-    // notification; the rest of its wake-up goes through its pool). Notified again each round,
-    // until every worker has answered from its own session.
+    // each worker is LISTENing again on a connection of its own (named apart from its pool's): a
+    // notification reaches it, and it answers with a ready-only claim on that connection.
+    // Notified again each round, until every worker's LISTEN session has answered. (The pools'
+    // sessions send ready-only claims too while busy, so they are told apart by name, not counted.)
     const answered = new Set<number>();
     const since = (await sql<{ at: Date }>`SELECT clock_timestamp() AS at`.execute(t.db)).rows[0]!.at;
     await expect
@@ -130,7 +132,7 @@ describe('real worker processes under faults', () => {
         async () => {
           await sql`SELECT pg_notify('leasehold:leasehold.task', '')`.execute(t.db);
           const { rows } = await sql<{ pid: number }>`SELECT pid FROM pg_stat_activity
-              WHERE application_name = ${app} AND query_start >= ${since}
+              WHERE application_name = ${listenApp} AND query_start >= ${since}
                 AND query LIKE '%ready AS (%' AND query NOT LIKE '%doomed AS (%'`.execute(t.db);
           for (const r of rows) answered.add(r.pid);
           return answered.size;

@@ -26,6 +26,8 @@ const { positionals, values } = parseArgs({
     'handler-timeout': { type: 'string' },
     'max-sleep': { type: 'string', default: '5' },
     standby: { type: 'boolean', default: false },
+    // LISTEN on a connection of its own named `<app>:listen`, so a test can tell it from the pool's
+    'listen-apart': { type: 'boolean', default: false },
   },
 });
 const url = positionals[0];
@@ -78,6 +80,7 @@ const worker = createLeaseWorker<TaskRow>({
   pollInterval: Number(values.poll),
   handlerTimeout: handlerTimeoutMs,
   backoff: { base: 50, cap: 500 },
+  listenConnectionString: values['listen-apart'] ? withApplicationName(url, `${values.app}:listen`) : undefined,
   // the worker's log lines become events too: stderr is kept for crashes
   logger: {
     warn: (message, meta) => print({ e: 'log', level: 'warn', message, ...logMeta(meta) }),
@@ -85,6 +88,12 @@ const worker = createLeaseWorker<TaskRow>({
   },
   handle,
 });
+
+function withApplicationName(connectionString: string, name: string): string {
+  const u = new URL(connectionString);
+  u.searchParams.set('application_name', name);
+  return u.toString();
+}
 
 function logMeta(meta: object | undefined): { id?: string; v?: number } {
   const m = (meta ?? {}) as { id?: unknown; leaseVersion?: unknown };
