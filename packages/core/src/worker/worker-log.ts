@@ -126,7 +126,8 @@ export class WorkerLog {
 const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', '57P01', '57P02', '57P03', '53300']);
 const CONNECTION_MESSAGES = /Connection terminated|timeout exceeded when trying to connect|not queryable|Connection refused|connect ECONNREFUSED/i;
 
-function isConnectionFailure(error: Error): boolean {
+/** Whether `error` says the database could not be reached (or went away), not that a statement failed. @internal */
+export function isConnectionFailure(error: Error): boolean {
   const code = errorCode(error);
   if (code !== undefined) return CONNECTION_CODES.has(code) || code.startsWith('08');
   return CONNECTION_MESSAGES.test(error.message);

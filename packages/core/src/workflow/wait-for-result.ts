@@ -1,10 +1,11 @@
 import { parseDuration, type Duration } from '../duration.js';
-import { ConfigError, TaskFailedError, TaskNotFoundError, WaitTimeoutError } from '../errors.js';
+import { ConfigError, TaskFailedError, TaskNotFoundError, toError, WaitTimeoutError } from '../errors.js';
 import { taskTable, type LeasedTable } from '../leased-table.js';
 import { taskAwaitEnd } from '../sql/task-read.js';
 import { isUnprepared, noPreparedStatements } from '../sql/execute.js';
 import type { PgPoolLike } from '../sql/transaction.js';
 import { Listener } from '../worker/listener.js';
+import { isConnectionFailure } from '../worker/worker-log.js';
 import { taskId } from './send-signal.js';
 import type { TaskRef } from './task-ref.js';
 
@@ -34,13 +35,18 @@ export interface WaitForResultOptions {
   pollInterval?: Duration;
 }
 
+/** Longest pause between two reads of a wait's task while the database cannot be reached. */
+const UNREACHABLE_RETRY_CAP_MS = 2_000;
+
 /**
  * Waits for a task to end and returns what its handler returned; rejects with `TaskFailedError`
  * when it ends dead or cancelled, `TaskNotFoundError` when there is no such task. Woken by
  * LISTEN/NOTIFY (the task's end notifies only because someone waits for it), never by polling:
  * one connection per pool and schema serves every wait, opened like the pool's own and closed
  * when the last wait ends. After that connection drops and comes back, every wait reads its
- * task again, so an end in between is not missed.
+ * task again, so an end in between is not missed. A read that fails because the database cannot
+ * be reached (a restart, a failover) is tried again with backoff (at most 2 s apart) until it
+ * answers: only `timeout` and `signal` end a wait early.
  *
  * @example
  * const handle = await enqueue(pool, resize, { url });
@@ -59,12 +65,15 @@ export async function waitForResult<R = unknown>(pool: PgPoolLike, task: string 
     let done = false;
     let timer: NodeJS.Timeout | undefined;
     let poll: NodeJS.Timeout | undefined;
+    let retry: NodeJS.Timeout | undefined;
+    let unreachable = 0;
     let leave: (() => void) | undefined;
     const finish = (settle: () => void) => {
       if (done) return;
       done = true;
       clearTimeout(timer);
       clearInterval(poll);
+      clearTimeout(retry);
       signal?.removeEventListener('abort', onAbort);
       leave?.();
       settle();
@@ -84,12 +93,18 @@ export async function waitForResult<R = unknown>(pool: PgPoolLike, task: string 
       reading = true;
       try {
         const end = await taskAwaitEnd(pool, table, id);
+        unreachable = 0;
         if (end === undefined) return finish(() => reject(new TaskNotFoundError(id)));
         if (end.status === 'done') return finish(() => resolve(end.result as R));
         if (end.status === 'dead') return finish(() => reject(new TaskFailedError(id, 'dead', end.lastError)));
         if (end.status === 'cancelled') return finish(() => reject(new TaskFailedError(id, 'cancelled', end.resolution)));
       } catch (error) {
-        return finish(() => reject(error));
+        if (!isConnectionFailure(toError(error))) return finish(() => reject(error));
+        // the database is out of reach: read again once it may be back (a reconnected LISTEN
+        // connection reads at once too)
+        clearTimeout(retry);
+        retry = setTimeout(() => void read(), Math.min(UNREACHABLE_RETRY_CAP_MS, 100 * 2 ** ++unreachable) * (0.5 + Math.random() / 2));
+        return;
       } finally {
         reading = false;
       }
