@@ -21,7 +21,7 @@ async function main(): Promise<number> {
   }
   const unknown = config.only.filter((n) => !WORKLOADS.some((w) => w.name === n));
   if (unknown.length) throw new Error(`unknown workload(s) ${unknown.join(', ')}; known: ${WORKLOADS.map((w) => w.name).join(', ')}`);
-  const selected = WORKLOADS.filter((w) => config.only.length === 0 || config.only.includes(w.name));
+  const selected = WORKLOADS.filter((w) => (config.only.length === 0 ? !w.onlyWhenNamed : config.only.includes(w.name)));
 
   const loadBefore = loadAverage();
   const url = await createBenchDatabase(config.serverUrl, config.database);
@@ -66,6 +66,7 @@ async function runAll(ctx: BenchContext, workloads: readonly Workload[]): Promis
   try {
     for (let round = 1; round <= ctx.config.rounds; round++) {
       for (const w of runnable) {
+        if (w.maxRounds !== undefined && round > w.maxRounds) continue;
         const record = records.get(w)!;
         let result: RoundResult | { error: string };
         try {

@@ -32,6 +32,10 @@ export interface Workload {
   readonly name: string;
   readonly description: (config: BenchConfig) => string;
   readonly metrics: readonly Metric[];
+  /** Runs only when `--only` names it: too long for a default run (and CI's `--quick`). */
+  readonly onlyWhenNamed?: boolean;
+  /** At most this many rounds, whatever `--rounds` says. */
+  readonly maxRounds?: number;
   /** Why it cannot run here (e.g. an API that has not landed yet), or null. */
   readonly unavailable?: () => Promise<string | null>;
   /** Once before the rounds (e.g. build a large table). */
