@@ -9,6 +9,7 @@ import { enqueueBulk, enqueueSingle } from './enqueue.js';
 import { heartbeat } from './heartbeat.js';
 import { latency } from './latency.js';
 import { outboxOrdered, outboxUnordered } from './outbox.js';
+import { pinnedHorizon } from './pinned-horizon.js';
 import { process1x8, process2x4, processOtel } from './process.js';
 import { retention } from './retention.js';
 import { workflowDbSteps, workflowSteps } from './workflow.js';
@@ -31,4 +32,6 @@ export const WORKLOADS: readonly Workload[] = [
   claimLimits,
   dashboardPaging,
   retention,
+  // only with --only pinned-horizon: about 8 minutes per system
+  pinnedHorizon,
 ];
