@@ -1,7 +1,8 @@
 // Failover (docs/operations.md, "Failover"): a private primary and a streaming standby, the
 // application in front of them through a TCP proxy. While a core worker (with a cron schedule),
-// an outbox dispatcher and waitForResult callers run and producers enqueue a stream of tasks and
-// messages, the primary crashes (immediate shutdown), the standby is promoted two seconds later,
+// two outbox dispatchers (one polling every second, one only once an hour, so that only its
+// LISTEN connection wakes it) and waitForResult callers run and producers enqueue a stream of
+// tasks and messages, the primary crashes (immediate shutdown), the standby is promoted two seconds later,
 // and the proxy is switched to it. Nothing is restarted: every component finds the new primary by
 // itself within the bound its settings give.
 //
@@ -17,8 +18,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { createWorker, defineSchedule, defineTask, enqueue, enqueueMany, migrate, TaskNotFoundError, waitForResult } from '@leasehold/core';
-import { createDispatcher, createOutbox, migrate as migrateOutbox } from '@leasehold/outbox';
+import { createWorker, defineSchedule, defineTask, enqueue, enqueueMany, migrate, scheduleSetPaused, TaskNotFoundError, waitForResult } from '@leasehold/core';
+import { createDispatcher, createOutbox, migrate as migrateOutbox, type OutboxMessage } from '@leasehold/outbox';
 import { query, startCluster, until, type Cluster } from './cluster.js';
 
 // The settings the recovery bound is derived from (docs/operations.md, "Failover").
@@ -135,7 +136,7 @@ describe.each([{ mode: 'synchronous' as const }, { mode: 'asynchronous' as const
       `failover (${mode}): tasks=${end.work.size} messages=${end.messages.size} waits=${run.waits.length} ` +
         `lostEnqueues=${lostEnqueues.length} lostAdds=${lostAdds.length} lostDones=${lostDones.length} ranAgain=${run.ranAgain} ` +
         `outage=${run.outageMs}ms; after the switch (ms): worker claims=${r.worker} dispatcher claims=${r.dispatcher} ` +
-        `waitForResult=${r.wait} schedule=${r.schedule} all settled=${r.settled}; idle dispatcher woken by LISTEN in ${r.listen} ms`,
+        `waitForResult=${r.wait} schedule=${r.schedule} all settled=${r.settled}; hourly dispatcher woken by LISTEN in ${r.listen} ms`,
     );
   }, 80_000);
 });
@@ -187,22 +188,30 @@ async function runThroughFailover(c: Cluster, mode: 'synchronous' | 'asynchronou
 
   const published = new Map<number, number>();
   const publishedAt = new Map<number, number>();
-  // the dispatcher polls once an hour: once idle, only its LISTEN connection can wake it
-  const dispatcher = createDispatcher({
-    pool,
-    publisher: {
-      publish: async (message) => {
-        const { n } = message.payload as { n: number };
-        published.set(n, (published.get(n) ?? 0) + 1);
-        publishedAt.set(n, now());
-        await sleep(Math.random() * 5);
-      },
+  const publisher = {
+    publish: async (message: OutboxMessage) => {
+      const { n } = message.payload as { n: number };
+      published.set(n, (published.get(n) ?? 0) + 1);
+      publishedAt.set(n, now());
+      await sleep(Math.random() * 5);
     },
+  };
+  const dispatcherOptions = { pool, publisher, lease: `${LEASE_MS}ms`, publishTimeout: '1s', logger: null } as const;
+  const dispatcher = createDispatcher({ ...dispatcherOptions, eventTypes: ['OrderPlaced'], pollInterval: `${WORKER_POLL_MS}ms`, concurrency: 4 });
+  // a second dispatcher, for probes only, polls once an hour: once it sleeps, only its LISTEN
+  // connection wakes it. Its log says when a claim of its got through after the outage.
+  const availableAgain: number[] = [];
+  const listening = createDispatcher({
+    ...dispatcherOptions,
+    eventTypes: ['ListenProbe'],
     pollInterval: '1h',
-    lease: `${LEASE_MS}ms`,
-    publishTimeout: '1s',
-    concurrency: 4,
-    logger: null,
+    concurrency: 1,
+    retention: false,
+    logger: {
+      error: () => undefined,
+      warn: () => undefined,
+      info: (message: string) => void (message.includes('database available again') && availableAgain.push(now())),
+    },
   });
   const outbox = createOutbox();
 
@@ -219,6 +228,7 @@ async function runThroughFailover(c: Cluster, mode: 'synchronous' | 'asynchronou
 
   await worker.start();
   await dispatcher.start();
+  await listening.start();
 
   // the producers, as an application's: a statement that fails is given up, and they go on
   let producing = true;
@@ -312,24 +322,26 @@ async function runThroughFailover(c: Cluster, mode: 'synchronous' | 'asynchronou
     wait: since(Math.min(...waits.filter((w) => w.settledAt > switchedAt).map((w) => w.settledAt))),
     schedule: since(ticked()!),
   };
-  // the stream goes on a little after the recovery, then stops
+  // the stream goes on a little after the recovery, then stops, and so do the schedule's ticks
   await sleep(500);
   producing = false;
   await Promise.all(producers);
+  await scheduleSetPaused(pool, 'leasehold', [everySecond.name], true);
 
-  // the dispatcher, idle with a poll interval of an hour, is woken by a notification on its
-  // re-established LISTEN connection
-  await until(async () => dispatcher.inFlightCount === 0 && (await dispatcherAsleep(c.url)), 'the dispatcher asleep', SETTLE_BOUND_MS);
+  // the dispatcher that polls once an hour: once a claim of its got through on the promoted
+  // server it sleeps (an hour without LISTEN, else until notified), so only its LISTEN
+  // connection, back on the promoted server, can deliver the probe
+  await until(() => availableAgain.some((t) => t > switchedAt), 'the hourly dispatcher claiming on the promoted server', RECOVERY_BOUND_MS);
   const probe = next++;
   const probeAt = now();
-  added.set(probe, { id: await outbox.add(pool, { aggregateType: 'order', aggregateId: 'probe', eventType: 'OrderPlaced', payload: { n: probe } }), at: now() });
-  await until(() => published.has(probe), 'the idle dispatcher woken by its LISTEN connection', LISTEN_RECONNECT_CAP_MS);
+  added.set(probe, { id: await outbox.add(pool, { aggregateType: 'probe', aggregateId: 'probe', eventType: 'ListenProbe', payload: { n: probe } }), at: now() });
+  await until(() => published.has(probe), 'the probe delivered through the LISTEN connection', LISTEN_RECONNECT_CAP_MS);
   const listen = Math.round(publishedAt.get(probe)! - probeAt);
 
   // everything in flight at the crash ends: finalizes retried, lost ones run again after their lease
   await until(async () => (await readEnd(c.url)).unfinished.length === 0, 'every task and message done', SETTLE_BOUND_MS);
   const settled = since(now());
-  await Promise.all([worker.stop({ timeout: '5s' }), dispatcher.stop({ timeout: '5s' })]);
+  await Promise.all([worker.stop({ timeout: '5s' }), dispatcher.stop({ timeout: '5s' }), listening.stop({ timeout: '5s' })]);
   await pool.end();
 
   return {
@@ -348,18 +360,6 @@ async function runThroughFailover(c: Cluster, mode: 'synchronous' | 'asynchronou
     outageMs: Math.round(failover.switchedAt - failover.crashedAt),
     recovery: { ...recovered, listen, settled },
   };
-}
-
-/**
- * Whether every outbox message is done and a dispatcher sleeps: before it sleeps, a worker
- * announces itself in `<table>_wake` (until when, in epoch ms; renewed while it sleeps), so that
- * producers notify it (core migration 5).
- */
-async function dispatcherAsleep(url: string): Promise<boolean> {
-  const [row] = await query(url, `
-    SELECT NOT EXISTS (SELECT FROM leasehold.outbox WHERE status <> 'done')
-       AND (SELECT last_value FROM leasehold.outbox_wake) > extract(epoch FROM clock_timestamp()) * 1000 AS asleep`);
-  return row?.asleep === true;
 }
 
 /**
