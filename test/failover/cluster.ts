@@ -180,6 +180,10 @@ async function startServer(name: string, bin: string, dataDir: string, runAs: Ru
     let log = '';
     child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (log = (log + chunk).slice(-8_000)));
     const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    // a test run that ends without its afterAll (killed, crashed) leaves no server behind
+    const killOnExit = () => void child.kill('SIGKILL');
+    process.once('exit', killOnExit);
+    void exited.then(() => process.off('exit', killOnExit));
     const ready = await readyOrExited(port, child, exited);
     if (!ready) {
       // another process may have taken the port between our probe and the server's bind
