@@ -20,19 +20,24 @@ afterEach(async () => {
 const track = useWorkers();
 const table = taskTable();
 
-/** A pool that counts the claim statements sent through it, by kind. */
-function countingPool(): { pool: pg.Pool; claims: { readyOnly: number; whole: number } } {
+/** A pool that counts the claim statements sent through it, by kind, and those not answered yet. */
+function countingPool(): { pool: pg.Pool; claims: { readyOnly: number; whole: number; inFlight: number } } {
   const pool = new pg.Pool({ connectionString: t.url, max: 10, application_name: 'ready-only-claim' });
   pools.push(pool);
-  const claims = { readyOnly: 0, whole: 0 };
+  const claims = { readyOnly: 0, whole: 0, inFlight: 0 };
   const query = pool.query.bind(pool) as (...args: unknown[]) => unknown;
   (pool as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
     const text = typeof args[0] === 'object' && args[0] !== null ? (args[0] as { text?: string }).text : undefined;
-    if (text?.includes('ready AS (')) {
-      if (text.includes('doomed AS (')) claims.whole++;
-      else claims.readyOnly++;
-    }
-    return query(...args);
+    if (!text?.includes('ready AS (')) return query(...args);
+    if (text.includes('doomed AS (')) claims.whole++;
+    else claims.readyOnly++;
+    claims.inFlight++;
+    const sent = query(...args) as Promise<unknown>;
+    void sent.then(
+      () => claims.inFlight--,
+      () => claims.inFlight--,
+    );
+    return sent;
   };
   return { pool, claims };
 }
@@ -104,13 +109,22 @@ describe('ready-only claims', () => {
   });
 
   it('the claim answering a wake-up goes out on the LISTEN connection, and stop() lets it answer: its task is given back, not left leased', async () => {
-    const { pool } = countingPool();
+    const { pool, claims } = countingPool();
     const job = defineTask<Record<string, never>>('ready-only.stopping', { handler: () => {} });
     const worker = track(createWorker({ pool, tasks: [job], pollInterval: '60s' }));
     await worker.start();
-    // asleep: it announced so in the wake sequence (core migration 5)
+    // asleep: it announced so in the wake sequence (core migration 5), and the claim it sends
+    // right after announcing has been answered. (That claim, sent after the lock below, would
+    // wait for it on the pool, and the wake-up could not be answered until it ended.) It is sent
+    // in the same run of the event loop as the announcement's answer arrives, so once this
+    // process sees no claim in flight after the announcement, the worker sleeps.
     await expect
-      .poll(async () => (await sql<{ asleep: boolean }>`SELECT pg_sequence_last_value('leasehold.task_wake') > date_part('epoch', clock_timestamp()) * 1000 AS asleep`.execute(t.db)).rows[0]!.asleep, { timeout: 20_000 })
+      .poll(
+        async () =>
+          (await sql<{ asleep: boolean }>`SELECT pg_sequence_last_value('leasehold.task_wake') > date_part('epoch', clock_timestamp()) * 1000 AS asleep`.execute(t.db)).rows[0]!.asleep &&
+          claims.inFlight === 0,
+        { timeout: 20_000 },
+      )
       .toBe(true);
     // a task whose insert holds the table until it commits, so the claim that a notification sets
     // off waits in the server for as long as the test likes
