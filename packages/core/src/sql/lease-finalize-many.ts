@@ -202,8 +202,9 @@ function generalStatement(table: LeasedTable<unknown>, withResults: boolean, v: 
           available_at = CASE WHEN f.status = 'pending' AND NOT f.too_old
                               THEN now() + f.delay_ms * interval '1 millisecond'
                               ELSE t.available_at END,
-          -- due later: out of the claim's main index until due (see task_due)
-          scheduled = f.status = 'pending' AND NOT f.too_old AND f.delay_ms > 0,
+          -- back to pending through the scheduled rows (task_due), even when due now: only
+          -- INSERTs may add to the claim's main index below a worker's ready floor (ReadyFloor)
+          scheduled = f.status = 'pending' AND NOT f.too_old,
           attempts = t.attempts - f.refund,
           last_error = CASE WHEN f.too_old
                             THEN ${DEFER_AGE_ERROR_PREFIX} || ': ' || f.error

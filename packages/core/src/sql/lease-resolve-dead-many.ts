@@ -40,9 +40,11 @@ export async function leaseRetryDeadMany(
   ids: readonly string[],
   reason: string,
 ): Promise<DeadResolution> {
-  // a dead row of a group is its head (only heads are ever claimed), so it stays the head
+  // a dead row of a group is its head (only heads are ever claimed), so it stays the head; due
+  // now as a scheduled row, since only INSERTs may add to the claim index below a worker's
+  // ready floor (see ReadyFloor)
   return resolveDeadMany(executor, table, ids, sql`
-    status = 'pending', attempts = 0, available_at = now(), scheduled = false,
+    status = 'pending', attempts = 0, available_at = now(), scheduled = true,
     resolution = ${resolution('retried', reason)}, resolved_at = now()`);
 }
 

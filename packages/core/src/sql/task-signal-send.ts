@@ -31,10 +31,12 @@ export async function taskSignalSend(
         trx,
         sql`INSERT INTO ${signalTableRef(table)} (task_id, name, payload) VALUES (${taskId}::bigint, ${name}::text, ${payloadJson}::jsonb)`,
       );
+      // due now as a scheduled row: only INSERTs may add to the claim index below a worker's
+      // ready floor (see ReadyFloor)
       await execute(
         trx,
         sql`
-          UPDATE ${t} SET status = 'pending', available_at = now(), scheduled = false, wait_for = NULL
+          UPDATE ${t} SET status = 'pending', available_at = now(), scheduled = true, wait_for = NULL
           WHERE id = ${taskId}::bigint AND status = 'waiting' AND wait_for = ${`signal:${name}`}::text
         `,
       );
