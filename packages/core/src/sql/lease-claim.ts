@@ -41,6 +41,23 @@ export interface LeaseClaimInput {
    * @defaultValue false
    */
   readonly readyOnly?: boolean | undefined;
+  /**
+   * The lowest id of priority 0 the `ready` source may take (see `ReadyFloor`): rows of that
+   * priority below it are left out, so the claim starts past the index entries of rows claimed
+   * before, which a long transaction elsewhere keeps from being cleaned up. Rows of other
+   * priorities are always all looked at. Only rows that are not there can be left out safely;
+   * the worker's `ReadyFloor` says which.
+   * @defaultValue `'0'`: none left out
+   */
+  readonly readyFloor?: string | undefined;
+  /**
+   * Whether the whole claim also takes expired leases and reaps (`processing` rows whose lease
+   * ran out). The worker asks for them on a cadence of their own: their index keeps an entry per
+   * lease for as long as a long transaction elsewhere holds back vacuum, and every claim would
+   * walk all of them. Ignored with `readyOnly`.
+   * @defaultValue true
+   */
+  readonly expired?: boolean | undefined;
 }
 
 /** A row that reap moved to `dead` because its lease ran out on its last attempt. */
@@ -65,6 +82,12 @@ export interface LeaseClaimResult<Row> {
    * claim can take them (claim again at once).
    */
   readonly promoted: number;
+  /**
+   * The lowest id of priority 0 among the `ready` source's candidates (taken or not), when there
+   * was one: no visible, unlocked row of priority 0 between the
+   * claim's `readyFloor` and this id was pending when the claim ran. Null otherwise.
+   */
+  readonly readyFirst: string | null;
 }
 
 export const REAP_ERROR = 'lease expired after max attempts (worker crash?)';
@@ -97,9 +120,10 @@ export async function leaseClaim<Row>(
   const literal = isClaimSize(input.batch);
   const flows = table.limitTable !== undefined && input.flows !== undefined && input.flows.length > 0;
   const readyOnly = input.readyOnly === true && !flows;
+  const expired = input.expired !== false;
   // the served limits are written into the text (see flowLiterals), so they are part of the key
   const versions = input.versions;
-  const key = `leaseClaim:${table.schema}.${table.table}:${literal ? input.batch : 'n'}:${input.names === undefined ? '' : 'names'}:${versions === undefined ? '' : versions.firstOnly ? 'v1' : 'vkeys'}:${perName ? 'leases' : ''}:${flows ? `flows=${JSON.stringify(input.flows)}` : ''}:${readyOnly ? 'ready' : 'all'}:${table.claimJson === undefined ? 'rows' : 'json'}`;
+  const key = `leaseClaim:${table.schema}.${table.table}:${literal ? input.batch : 'n'}:${input.names === undefined ? '' : 'names'}:${versions === undefined ? '' : versions.firstOnly ? 'v1' : 'vkeys'}:${perName ? 'leases' : ''}:${flows ? `flows=${JSON.stringify(input.flows)}` : ''}:${readyOnly ? 'ready' : expired ? 'all' : 'unexpired'}:${table.claimJson === undefined ? 'rows' : 'json'}`;
   const values = {
     owner: input.owner,
     batch: input.batch,
@@ -109,8 +133,9 @@ export async function leaseClaim<Row>(
     leaseValues: perName ? [...byName.values()] : [],
     flowBatch: Math.min(input.batch, input.flowBatch ?? input.batch),
     versionKeys: versions === undefined || versions.firstOnly ? [] : versions.keys,
+    readyFloor: input.readyFloor ?? '0',
   };
-  const shape = { table, limit: literal ? input.batch : undefined, names: input.names !== undefined, versions, perName, flows, flowNames: flows ? [...input.flows!] : [] };
+  const shape = { table, limit: literal ? input.batch : undefined, names: input.names !== undefined, versions, perName, flows, flowNames: flows ? [...input.flows!] : [], expired };
   const build = readyOnly ? (v: ClaimValues) => readyClaimStatement(shape, v) : (v: ClaimValues) => claimStatement(shape, v);
   const rows = await executeCached<Record<string, unknown>, typeof values>(executor, key, build, values);
   return claimResult(table, rows, input.owner);
@@ -123,9 +148,11 @@ function claimResult<Row>(table: LeasedTable<Row>, rows: readonly Record<string,
   const reaped: ReapedRow[] = [];
   let waitMs: number | null = null;
   let promoted = 0;
+  let readyFirst: string | null = null;
   const json = table.claimJson;
   for (const raw of rows) {
     if (raw.claimed === true) {
+      if (raw.ready_first !== null) readyFirst = String(raw.ready_first);
       if (json !== undefined) claimedFromChunk(json, raw.rows as string, owner, claimed);
       else claimed.push(toClaimed(table, withLeaseFields(raw, owner)));
     } else if (raw.claimed === false) reaped.push({ id: String(raw.id), leaseVersion: Number(raw.lease_version) });
@@ -137,7 +164,7 @@ function claimResult<Row>(table: LeasedTable<Row>, rows: readonly Record<string,
   }
   // RETURNING has no order; the design article sorts by id
   claimed.sort(byId);
-  return { claimed, reaped, waitMs, promoted };
+  return { claimed, reaped, waitMs, promoted, readyFirst };
 }
 
 function byId(a: { readonly id: string }, b: { readonly id: string }): number {
@@ -168,6 +195,8 @@ interface ClaimShape {
   readonly flows: boolean;
   /** The limits it serves: written into the text (see {@link flowLiterals}). */
   readonly flowNames: readonly string[];
+  /** Expired leases and reap too (see `LeaseClaimInput.expired`). */
+  readonly expired: boolean;
 }
 
 interface ClaimValues {
@@ -179,6 +208,7 @@ interface ClaimValues {
   readonly leaseValues: readonly number[];
   readonly flowBatch: number;
   readonly versionKeys: readonly string[];
+  readonly readyFloor: string;
 }
 
 /** The pieces both claim statements share. */
@@ -207,14 +237,27 @@ function claimParts(shape: ClaimShape, v: ClaimValues): ClaimParts {
     : sql`${v.leaseMs}`;
   const limit = shape.limit === undefined ? sql`${v.batch}` : sql.lit(shape.limit);
   const unlimited = table.limitTable === undefined ? sql`` : sql`AND c.flow IS NULL`;
-  const ready = sql`ready AS (
-        SELECT c.id, c.priority FROM ${t} AS c
-        WHERE c.status = 'pending' AND NOT c.blocked AND NOT c.scheduled ${unlimited}
+  // Rows of priority 0 (the default) from the floor on: a range of the index that starts past
+  // the entries of rows claimed before (see LeaseClaimInput.readyFloor). The other priorities'
+  // ranges come before and after it in claim order; each branch takes at most a batch, and
+  // the LIMIT stops reading the branches once a batch is found, so later ones are not even
+  // looked at (an Append runs its branches in order).
+  const pending = sql`c.status = 'pending' AND NOT c.blocked AND NOT c.scheduled ${unlimited}
           -- written as due; only a clock stepped back could make it early
-          AND c.available_at <= now() ${nameFilter}
-        ORDER BY c.priority DESC, c.id
+          AND c.available_at <= now() ${nameFilter}`;
+  // (each branch a subquery of its own: a set operation's branch may not lock rows itself)
+  const branch = (where: RawBuilder<unknown>) => sql`SELECT * FROM (
+            SELECT c.id, c.priority FROM ${t} AS c WHERE ${pending} ${where}
+            ORDER BY c.priority DESC, c.id LIMIT ${limit} FOR UPDATE SKIP LOCKED) AS b`;
+  const ready = sql`ready AS (
+        SELECT * FROM (
+          ${branch(sql`AND c.priority > 0`)}
+          UNION ALL
+          ${branch(sql`AND c.priority = 0 AND c.id >= ${v.readyFloor}::bigint`)}
+          UNION ALL
+          ${branch(sql`AND c.priority < 0`)}
+        ) AS r
         LIMIT ${limit}
-        FOR UPDATE SKIP LOCKED
       )`;
   const claimed = (from: RawBuilder<unknown>) => sql`claimed AS (
         UPDATE ${t} AS o
@@ -241,7 +284,7 @@ function readyClaimStatement(shape: ClaimShape, v: ClaimValues): RawBuilder<Reco
   const { ready, claimed } = claimParts(shape, v);
   return sql<Record<string, unknown>>`
       WITH ${ready}, ${claimed(sql`ready`)}
-      ${shape.table.claimJson === undefined ? sql`SELECT true AS claimed, claimed.* FROM claimed` : jsonSelect()}
+      ${shape.table.claimJson === undefined ? sql`SELECT true AS claimed, claimed.*, ${READY_FIRST} AS ready_first FROM claimed` : jsonSelect()}
     `;
 }
 
@@ -266,12 +309,15 @@ function claimStatement(shape: ClaimShape, v: ClaimValues): RawBuilder<Record<st
   const info = shape.flows
     ? sql`UNION ALL
       SELECT NULL AS claimed, ${nullColumns(table, true, true)},
-             (SELECT ms FROM flow_wait) AS wait_ms, (SELECT count(*) FROM flow_promoted) AS promoted`
+             (SELECT ms FROM flow_wait) AS wait_ms, (SELECT count(*) FROM flow_promoted) AS promoted, NULL`
     : sql``;
+  // without expired leases: the reap's and the expired source's CTEs select nothing, by a
+  // constant condition the planner removes, so the statement keeps its shape
+  const leases = shape.expired ? sql`` : sql`AND false`;
   return sql<Record<string, unknown>>`
       WITH ${shape.flows ? sql`RECURSIVE ` : sql``}doomed AS (
         SELECT id FROM ${t}
-        WHERE status = 'processing' AND lease_until < now() AND attempts >= max_attempts
+        WHERE status = 'processing' AND lease_until < now() AND attempts >= max_attempts ${leases}
         FOR UPDATE SKIP LOCKED
       ), reaped AS (
         UPDATE ${t} AS r
@@ -287,7 +333,7 @@ function claimStatement(shape: ClaimShape, v: ClaimValues): RawBuilder<Record<st
       ), expired AS (
         -- a crashed worker's row: lease expired, attempts left
         SELECT c.id, c.priority FROM ${t} AS c
-        WHERE c.status = 'processing' AND c.lease_until < now() AND c.attempts < c.max_attempts ${unlimited} ${nameFilter}
+        WHERE c.status = 'processing' AND c.lease_until < now() AND c.attempts < c.max_attempts ${leases} ${unlimited} ${nameFilter}
         ORDER BY c.lease_until, c.id
         LIMIT ${limit}
         FOR UPDATE SKIP LOCKED
@@ -303,9 +349,9 @@ function claimStatement(shape: ClaimShape, v: ClaimValues): RawBuilder<Record<st
 // claimed rows one protocol row each (claimColumns), then the reaped rows and the limits' row
 function rowsWholeSelect(table: LeasedTable<unknown>, flows: boolean, info: RawBuilder<unknown>): RawBuilder<unknown> {
   return sql`
-      SELECT true AS claimed, claimed.*${flows ? sql`, NULL::float8 AS wait_ms, NULL::bigint AS promoted` : sql``} FROM claimed
+      SELECT true AS claimed, claimed.*${flows ? sql`, NULL::float8 AS wait_ms, NULL::bigint AS promoted` : sql``}, ${READY_FIRST} AS ready_first FROM claimed
       UNION ALL
-      SELECT false AS claimed, reaped.id, reaped.lease_version, ${nullColumns(table, false, flows)}${flows ? sql`, NULL::float8, NULL::bigint` : sql``} FROM reaped
+      SELECT false AS claimed, reaped.id, reaped.lease_version, ${nullColumns(table, false, flows)}${flows ? sql`, NULL::float8, NULL::bigint` : sql``}, NULL FROM reaped
       ${info}`;
 }
 
@@ -317,19 +363,22 @@ function jsonColumns(table: LeasedTable<unknown>, flows: boolean): RawBuilder<un
 // the claimed rows as JSON chunks (`rows`), a protocol row each
 function jsonSelect(): RawBuilder<unknown> {
   const chunks = jsonChunks();
-  return sql`SELECT true AS claimed, ${chunks.text} AS rows FROM claimed GROUP BY ${chunks.groupBy}`;
+  return sql`SELECT true AS claimed, ${chunks.text} AS rows, ${READY_FIRST} AS ready_first FROM claimed GROUP BY ${chunks.groupBy}`;
 }
+
+/** What `LeaseClaimResult.readyFirst` reports, on each chunk (a row of priority 0 is taken whenever there is one). */
+const READY_FIRST = sql`(SELECT min(ready.id) FROM ready WHERE ready.priority = 0)`;
 
 // the JSON chunks, then the reaped rows (`id`, `lease_version`) and the limits' row
 function jsonWholeSelect(flows: boolean): RawBuilder<unknown> {
   const chunks = jsonChunks();
   return sql`
       SELECT true AS claimed, ${chunks.text} AS rows, NULL::bigint AS id, NULL::bigint AS lease_version,
-             NULL::float8 AS wait_ms, NULL::bigint AS promoted
+             NULL::float8 AS wait_ms, NULL::bigint AS promoted, ${READY_FIRST} AS ready_first
       FROM claimed GROUP BY ${chunks.groupBy}
       UNION ALL
-      SELECT false, NULL, reaped.id, reaped.lease_version, NULL, NULL FROM reaped
-      ${flows ? sql`UNION ALL SELECT NULL, NULL, NULL, NULL, (SELECT ms FROM flow_wait), (SELECT count(*) FROM flow_promoted)` : sql``}`;
+      SELECT false, NULL, reaped.id, reaped.lease_version, NULL, NULL, NULL FROM reaped
+      ${flows ? sql`UNION ALL SELECT NULL, NULL, NULL, NULL, (SELECT ms FROM flow_wait), (SELECT count(*) FROM flow_promoted), NULL` : sql``}`;
 }
 
 /**

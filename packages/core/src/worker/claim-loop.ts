@@ -2,6 +2,7 @@ import type { EventEmitter } from 'eventemitter3';
 import { toError } from '../errors.js';
 import type { Executor } from '../sql/execute.js';
 import { leaseClaim } from '../sql/lease-claim.js';
+import { readyFloorProbe } from '../sql/ready-floor-probe.js';
 import type { Claimed } from '../sql/lease-row.js';
 import type { ClaimSizing } from './claim-sizing.js';
 import { safeEmit, type WorkerEventMap } from './events.js';
@@ -10,6 +11,7 @@ import type { TaskRunner } from './task-runner.js';
 import type { TrackedPool } from './tracked-pool.js';
 import type { WakeGuard } from './wake-guard.js';
 import { RateWake } from './rate-wake.js';
+import { ReadyFloor } from './ready-floor.js';
 import type { Wakeup } from './wakeup.js';
 import type { WorkerLog } from './worker-log.js';
 
@@ -47,6 +49,20 @@ export interface ClaimLoopParts<Row> {
 const WHOLE_CLAIM_EVERY_MS = 100;
 
 /**
+ * Longest time between the whole claims that take expired leases and reap, in ms, or a quarter
+ * of the poll interval if shorter: a crashed worker's tasks start again within the lease plus
+ * this. Not in every claim: while a long transaction elsewhere holds vacuum back, the leases'
+ * index keeps an entry for every lease since, and each look walks them all.
+ */
+const EXPIRED_EVERY_MS = 500;
+
+/**
+ * How long an INSERT may take to commit after taking its id, in ms, and still never be passed by
+ * the ready floor (see {@link ReadyFloor}); later ones wait for the floor's probe.
+ */
+const READY_FLOOR_WINDOW_MS = 1_000;
+
+/**
  * Claims while the worker runs: as much as `sizing` says its slots and buffer can take. When its
  * slots and buffer are full it waits for a freed slot that wants a refill or a finished write;
  * when a claim comes back short, `guard` decides between claiming again and sleeping until a
@@ -70,6 +86,26 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>, rateWake: Rate
   let idle = false;
   let wholeAt = -Infinity;
   const wholeEveryMs = Math.min(WHOLE_CLAIM_EVERY_MS, o.pollIntervalMs);
+  let expiredAt = -Infinity;
+  const expiredEveryMs = Math.min(EXPIRED_EVERY_MS, o.pollIntervalMs / 4);
+  // the probe's bound is the poll interval's: what only a poll would have found before
+  const floor = new ReadyFloor(READY_FLOOR_WINDOW_MS, o.pollIntervalMs);
+  let settledSeen = runner.settled;
+  let probing = false;
+  const probe = () => {
+    probing = true;
+    readyFloorProbe(parts.db, o.table, { names: o.names, versions: o.versions })
+      .then((first) => {
+        if (first === null) return;
+        const below = BigInt(first) < BigInt(floor.floor());
+        floor.saw(performance.now(), first);
+        // a row the floor had passed: claim it now rather than at the next poll
+        if (below) wakeup.wake();
+      })
+      // a failed probe changes nothing: the next one tries again, and the claims report the outage
+      .catch(() => undefined)
+      .finally(() => (probing = false));
+  };
   while (parts.running()) {
     const want = parts.sizing.want(runner);
     if (want === 0) {
@@ -91,6 +127,14 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>, rateWake: Rate
     const woken = parts.guard.takeWoken();
     const readyOnly = (flows === undefined || flows.length === 0) && !parts.guard.armed && (woken || performance.now() - wholeAt < wholeEveryMs);
     if (!readyOnly) wholeAt = performance.now();
+    const expired = !readyOnly && performance.now() - expiredAt >= expiredEveryMs;
+    if (expired) expiredAt = performance.now();
+    // this worker's writes that finish a group's row may unblock the next one, with any id
+    if (runner.settling > 0 || runner.settled !== settledSeen) {
+      settledSeen = runner.settled;
+      floor.reset(performance.now());
+    }
+    const readyFloor = floor.floor();
     const claim = (executor: Executor) =>
       leaseClaim(executor, o.table, {
         owner: o.owner,
@@ -102,6 +146,8 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>, rateWake: Rate
         flows,
         flowBatch,
         readyOnly,
+        readyFloor,
+        expired,
       });
     // a claim sent while a write of a group's head is under way cannot see the group's next head
     const settlingAtClaim = runner.settling;
@@ -109,6 +155,8 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>, rateWake: Rate
       // the answer to a wake-up goes out on the connection that just delivered it (Listener.run)
       const result = await ((woken && readyOnly ? parts.listener?.run(claim) : undefined) ?? claim(parts.db));
       failures = 0;
+      if (result.readyFirst !== null) floor.saw(performance.now(), result.readyFirst);
+      if (!probing && floor.probeDue()) probe();
       parts.log.reachable();
       for (const reaped of result.reaped) safeEmit(emitter, 'task:reaped', reaped);
       claimed = result.claimed;

@@ -62,6 +62,8 @@ export class TaskRunner<Row> implements HeldBy<Row> {
   #lives = 0;
   /** Fenced writes under way that finish rows of ordering groups (see {@link settling}). */
   #settling = 0;
+  /** Such writes ended so far (see {@link settled}). */
+  #settled = 0;
   #drained: (() => void)[] = [];
   #tel: WorkerTelemetry<Row> | undefined;
 
@@ -106,6 +108,11 @@ export class TaskRunner<Row> implements HeldBy<Row> {
    * Fenced writes under way that finish rows of ordering groups: each hands its group the next
    * head when it commits, and wakes the claim loop then (see the worker's `onWritten`).
    */
+  /** Fenced writes that finished rows of ordering groups and have ended, so far: each may have unblocked a group's next row. */
+  get settled(): number {
+    return this.#settled;
+  }
+
   get settling(): number {
     return this.#settling;
   }
@@ -380,7 +387,10 @@ export class TaskRunner<Row> implements HeldBy<Row> {
    * or that the write failed outright, then ends the life. @internal
    */
   finalized(h: Held<Row>, result: FinalizeResult | undefined, error?: Error): void {
-    if (h.settles) this.#settling--;
+    if (h.settles) {
+      this.#settling--;
+      this.#settled++;
+    }
     try {
       if (result === undefined) this.#p.onError(error ?? new Error('finalize failed'));
       else if (result.won) this.#won(h, result.status);

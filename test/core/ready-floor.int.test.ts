@@ -1,0 +1,126 @@
+// A long transaction elsewhere in the database (an analytics session, a forgotten BEGIN) holds the
+// MVCC horizon: vacuum cannot remove what claims leave behind, and every claimed row keeps a dead
+// entry in the claim index. The worker's claims start past those entries (its ready floor), so
+// what a claim reads stays flat however many rows went through; and the floor never passes a row
+// that can still be taken: a task whose enqueue commits long after it took its id still starts.
+import { createWorker, defineTask, enqueue, enqueueMany } from '@leasehold/core';
+import { sql, type Kysely } from 'kysely';
+import pg from 'pg';
+import { afterEach, describe, expect, it } from 'vitest';
+import { useTestDatabase } from '../fixtures.js';
+import { useWorkers } from '../workers.js';
+
+const t = useTestDatabase();
+const pools: pg.Pool[] = [];
+const holders: pg.Client[] = [];
+afterEach(async () => {
+  await Promise.all(holders.splice(0).map((c) => c.end()));
+  await Promise.all(pools.splice(0).map((p) => p.end()));
+});
+const track = useWorkers();
+
+/** A session that holds a snapshot, as a long report would: nothing claimed after it can be vacuumed. */
+async function holdHorizon(): Promise<pg.Client> {
+  const client = new pg.Client({ connectionString: t.url, application_name: 'ready-floor-horizon' });
+  holders.push(client);
+  await client.connect();
+  await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
+  await client.query('SELECT count(*) FROM pg_class');
+  return client;
+}
+
+/** Scans of the claim index and the entries they read, as the server counts them (flushed when a session ends). */
+async function claimIndexReads(db: Kysely<object>): Promise<{ scans: number; entries: number }> {
+  const { rows } = await sql<{ scans: string; entries: string }>`
+    SELECT idx_scan AS scans, idx_tup_read AS entries FROM pg_stat_user_indexes
+    WHERE schemaname = 'leasehold' AND indexrelname = 'task_claim'`.execute(db);
+  return { scans: Number(rows[0]!.scans), entries: Number(rows[0]!.entries) };
+}
+
+/** Runs `count` tasks through a fresh worker on a pool of its own, one at a time, and ends the pool. */
+async function runOneByOne(count: number, name: string): Promise<void> {
+  const pool = new pg.Pool({ connectionString: t.url, max: 4 });
+  pools.push(pool);
+  const started: string[] = [];
+  const job = defineTask<{ i: number }>(name, { handler: () => {} });
+  const worker = track(createWorker({ pool, tasks: [job], concurrency: 1 }));
+  worker.on('task:succeeded', ({ task }) => started.push(task.id));
+  await worker.start();
+  for (let i = 0; i < count; i++) {
+    const { id } = await enqueue(t.pool, job, { i });
+    await expect.poll(() => started.includes(id), { timeout: 30_000, interval: 5 }).toBe(true);
+  }
+  await worker.stop();
+  await pool.end();
+  pools.splice(pools.indexOf(pool), 1);
+}
+
+describe('ready floor', () => {
+  it('with the horizon held, claims read past the entries of the rows claimed before, not all of them', { timeout: 180_000 }, async () => {
+    await holdHorizon();
+    const job = defineTask<{ i: number }>('floor.bulk', { handler: () => {} });
+    // 3,000 rows claimed and done while the horizon is held: 3,000 dead entries in task_claim
+    await enqueueMany(
+      t.pool,
+      job,
+      Array.from({ length: 3_000 }, (_, i) => ({ payload: { i } })),
+    );
+    const pool = new pg.Pool({ connectionString: t.url, max: 4 });
+    pools.push(pool);
+    const worker = track(createWorker({ pool, tasks: [job], concurrency: 8 }));
+    await worker.start();
+    await expect
+      .poll(async () => (await sql<{ n: number }>`SELECT count(*)::int AS n FROM leasehold.task WHERE status = 'done'`.execute(t.db)).rows[0]!.n, { timeout: 120_000 })
+      .toBe(3_000);
+    await worker.stop();
+    await pool.end();
+    pools.splice(pools.indexOf(pool), 1);
+    const dead = (await sql<{ n: number }>`SELECT count(*)::int AS n FROM leasehold.task`.execute(t.db)).rows[0]!.n;
+    expect(dead).toBe(3_000);
+
+    // then 200 tasks one at a time through a new worker: its first claim walks the entries once,
+    // and finds where the pending rows start; its later claims start there
+    await expect.poll(async () => (await claimIndexReads(t.db)).scans, { timeout: 15_000 }).toBeGreaterThan(0);
+    const before = await claimIndexReads(t.db);
+    await runOneByOne(200, 'floor.bulk');
+    // the worker's sessions have ended, so their counts are in
+    let after = before;
+    await expect
+      .poll(async () => {
+        after = await claimIndexReads(t.db);
+        return after.scans - before.scans;
+      }, { timeout: 15_000 })
+      .toBeGreaterThanOrEqual(200);
+    const perScan = (after.entries - before.entries) / (after.scans - before.scans);
+    // from the beginning each claim would read some 3,000 entries (it did before the floor)
+    expect(perScan, `index entries read per claim (${after.scans - before.scans} claims)`).toBeLessThan(300);
+  });
+
+  it('a task whose enqueue commits well after it took its id, while claims went past it, still starts', { timeout: 120_000 }, async () => {
+    const job = defineTask<{ k: string }>('floor.late', { handler: () => {} });
+    const started = new Set<string>();
+    const pool = new pg.Pool({ connectionString: t.url, max: 4 });
+    pools.push(pool);
+    const worker = track(createWorker({ pool, tasks: [job], concurrency: 2, pollInterval: '500ms' }));
+    worker.on('task:succeeded', ({ task }) => started.add((task.payload as { k: string }).k));
+    await worker.start();
+
+    // a producer's transaction takes its task's id, then stays open
+    const producer = new pg.Client({ connectionString: t.url });
+    holders.push(producer);
+    await producer.connect();
+    await producer.query('BEGIN');
+    await enqueue(producer, job, { k: 'late' });
+    // meanwhile tasks with later ids come and go, for longer than the floor's window (1 s): the
+    // worker's claims see only rows past the open one, and its floor moves past it
+    const until = performance.now() + 2_500;
+    for (let i = 0; performance.now() < until; i++) {
+      await enqueue(t.pool, job, { k: `next-${i}` });
+      await expect.poll(() => started.has(`next-${i}`), { timeout: 30_000, interval: 5 }).toBe(true);
+    }
+    await producer.query('COMMIT');
+    // found by the floor's probe (once per poll interval) rather than never
+    await expect.poll(() => started.has('late'), { timeout: 30_000, interval: 20 }).toBe(true);
+    await worker.stop();
+  });
+});
