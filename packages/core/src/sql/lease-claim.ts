@@ -58,6 +58,14 @@ export interface LeaseClaimInput {
    * @defaultValue true
    */
   readonly expired?: boolean | undefined;
+  /**
+   * With `expired`: only leases that ran out within this many ms before the database's `now()`.
+   * The worker's look since its previous one (and a margin) reads only the index entries of
+   * leases that ran out since, where the look from the index's start reads an entry per lease
+   * that ended since a long transaction elsewhere began; it looks from the start now and then.
+   * @defaultValue every lease that ran out
+   */
+  readonly expiredWithinMs?: number | undefined;
 }
 
 /** A row that reap moved to `dead` because its lease ran out on its last attempt. */
@@ -134,6 +142,8 @@ export async function leaseClaim<Row>(
     flowBatch: Math.min(input.batch, input.flowBatch ?? input.batch),
     versionKeys: versions === undefined || versions.firstOnly ? [] : versions.keys,
     readyFloor: input.readyFloor ?? '0',
+    // some 30 years: every lease, in the same statement
+    expiredWithinMs: input.expiredWithinMs ?? 1e12,
   };
   const shape = { table, limit: literal ? input.batch : undefined, names: input.names !== undefined, versions, perName, flows, flowNames: flows ? [...input.flows!] : [], expired };
   const build = readyOnly ? (v: ClaimValues) => readyClaimStatement(shape, v) : (v: ClaimValues) => claimStatement(shape, v);
@@ -209,6 +219,7 @@ interface ClaimValues {
   readonly flowBatch: number;
   readonly versionKeys: readonly string[];
   readonly readyFloor: string;
+  readonly expiredWithinMs: number;
 }
 
 /** The pieces both claim statements share. */
@@ -313,7 +324,8 @@ function claimStatement(shape: ClaimShape, v: ClaimValues): RawBuilder<Record<st
     : sql``;
   // without expired leases: the reap's and the expired source's CTEs select nothing, by a
   // constant condition the planner removes, so the statement keeps its shape
-  const leases = shape.expired ? sql`` : sql`AND false`;
+  const leases = shape.expired ? sql`AND lease_until >= now() - ${v.expiredWithinMs}::float8 * interval '1 millisecond'` : sql`AND false`;
+  const leasesOfC = shape.expired ? sql`AND c.lease_until >= now() - ${v.expiredWithinMs}::float8 * interval '1 millisecond'` : sql`AND false`;
   return sql<Record<string, unknown>>`
       WITH ${shape.flows ? sql`RECURSIVE ` : sql``}doomed AS (
         SELECT id FROM ${t}
@@ -333,7 +345,7 @@ function claimStatement(shape: ClaimShape, v: ClaimValues): RawBuilder<Record<st
       ), expired AS (
         -- a crashed worker's row: lease expired, attempts left
         SELECT c.id, c.priority FROM ${t} AS c
-        WHERE c.status = 'processing' AND c.lease_until < now() AND c.attempts < c.max_attempts ${leases} ${unlimited} ${nameFilter}
+        WHERE c.status = 'processing' AND c.lease_until < now() AND c.attempts < c.max_attempts ${leasesOfC} ${unlimited} ${nameFilter}
         ORDER BY c.lease_until, c.id
         LIMIT ${limit}
         FOR UPDATE SKIP LOCKED

@@ -57,6 +57,15 @@ const WHOLE_CLAIM_EVERY_MS = 100;
 const EXPIRED_EVERY_MS = 500;
 
 /**
+ * A look for expired leases reads only the leases that ran out since the previous successful
+ * one, plus this margin (ms) for a statement that reached the server late or a row another
+ * transaction held locked then; every {@link EXPIRED_FULL_EVERY_MS}, and after a look that took
+ * longer than the margin, it reads them all.
+ */
+const EXPIRED_MARGIN_MS = 5_000;
+const EXPIRED_FULL_EVERY_MS = 60_000;
+
+/**
  * How long an INSERT may take to commit after taking its id, in ms, and still never be passed by
  * the ready floor (see {@link ReadyFloor}); later ones wait for the floor's probe.
  */
@@ -87,6 +96,9 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>, rateWake: Rate
   let wholeAt = -Infinity;
   const wholeEveryMs = Math.min(WHOLE_CLAIM_EVERY_MS, o.pollIntervalMs);
   let expiredAt = -Infinity;
+  // when the previous successful look for expired leases was sent, and the last one from the start
+  let expiredLookedAt: number | undefined;
+  let expiredFullAt = -Infinity;
   const expiredEveryMs = Math.min(EXPIRED_EVERY_MS, o.pollIntervalMs / 4);
   // the probe's bound is the poll interval's: what only a poll would have found before
   const floor = new ReadyFloor(READY_FLOOR_WINDOW_MS, o.pollIntervalMs);
@@ -127,8 +139,14 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>, rateWake: Rate
     const woken = parts.guard.takeWoken();
     const readyOnly = (flows === undefined || flows.length === 0) && !parts.guard.armed && (woken || performance.now() - wholeAt < wholeEveryMs);
     if (!readyOnly) wholeAt = performance.now();
-    const expired = !readyOnly && performance.now() - expiredAt >= expiredEveryMs;
-    if (expired) expiredAt = performance.now();
+    const sentAt = performance.now();
+    const expired = !readyOnly && sentAt - expiredAt >= expiredEveryMs;
+    let expiredWithinMs: number | undefined;
+    if (expired) {
+      expiredAt = sentAt;
+      if (expiredLookedAt === undefined || sentAt - expiredFullAt >= EXPIRED_FULL_EVERY_MS) expiredFullAt = sentAt;
+      else expiredWithinMs = sentAt - expiredLookedAt + EXPIRED_MARGIN_MS;
+    }
     // this worker's writes that finish a group's row may unblock the next one, with any id
     if (runner.settling > 0 || runner.settled !== settledSeen) {
       settledSeen = runner.settled;
@@ -148,6 +166,7 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>, rateWake: Rate
         readyOnly,
         readyFloor,
         expired,
+        expiredWithinMs,
       });
     // a claim sent while a write of a group's head is under way cannot see the group's next head
     const settlingAtClaim = runner.settling;
@@ -155,6 +174,11 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>, rateWake: Rate
       // the answer to a wake-up goes out on the connection that just delivered it (Listener.run)
       const result = await ((woken && readyOnly ? parts.listener?.run(claim) : undefined) ?? claim(parts.db));
       failures = 0;
+      if (expired) {
+        // a look that reached the server later than the margin allows may have left a gap
+        if (performance.now() - sentAt > EXPIRED_MARGIN_MS) expiredLookedAt = undefined;
+        else expiredLookedAt = sentAt;
+      }
       if (result.readyFirst !== null) floor.saw(performance.now(), result.readyFirst);
       if (!probing && floor.probeDue()) probe();
       parts.log.reachable();
