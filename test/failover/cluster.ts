@@ -4,12 +4,12 @@
 // removes. The standby is a `pg_basebackup -R` of the primary and streams through a proxy the test
 // can freeze (the replication link); the application reaches whichever server is primary through
 // another proxy, which `failOver()` switches to the promoted standby.
-import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync, chmodSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { freePort, userIds } from '../private-server.js';
 import { SwitchProxy } from './switch-proxy.js';
 
 /** Bounds of every wait here: nothing hangs silently. */
@@ -72,7 +72,7 @@ interface RunAs {
  */
 export async function startCluster(options: { synchronous: boolean }): Promise<Cluster> {
   const bin = postgresBinaries();
-  const runAs = process.getuid?.() === 0 ? userIds('postgres') : undefined;
+  const runAs = process.getuid?.() === 0 ? userIdsOrFail('postgres') : undefined;
   const folder = mkdtempSync(join(tmpdir(), 'leasehold-failover-'));
   chmodSync(folder, 0o755);
   if (runAs) chownSync(folder, runAs.uid, runAs.gid);
@@ -267,18 +267,8 @@ function run(file: string, args: string[], runAs: RunAs | undefined): Promise<vo
   });
 }
 
-function userIds(name: string): RunAs {
-  const uid = spawnSync('id', ['-u', name], { encoding: 'utf8' });
-  const gid = spawnSync('id', ['-g', name], { encoding: 'utf8' });
-  if (uid.status !== 0 || gid.status !== 0) throw new Error(`PostgreSQL cannot run as root, and there is no '${name}' user to run it as`);
-  return { uid: Number(uid.stdout.trim()), gid: Number(gid.stdout.trim()) };
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  await new Promise((resolve) => server.close(resolve));
-  if (address === null || typeof address === 'string') throw new Error('no free port');
-  return address.port;
+function userIdsOrFail(name: string): RunAs {
+  const ids = userIds(name);
+  if (ids === undefined) throw new Error(`PostgreSQL cannot run as root, and there is no '${name}' user to run it as`);
+  return ids;
 }

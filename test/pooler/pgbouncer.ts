@@ -1,14 +1,15 @@
 // A private PgBouncer in transaction mode in front of the test server, for the pooler tests:
 // started by each test file that needs it and stopped before the file's database is dropped.
 // Debian's `pgbouncer` package provides the binary (.ci/run installs it).
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, Socket } from 'node:net';
+import { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, inject } from 'vitest';
+import { freePort, userIds } from '../private-server.js';
 
 const BINARY = process.env.PGBOUNCER ?? '/usr/sbin/pgbouncer';
 
@@ -126,21 +127,6 @@ export async function startPgBouncer(adminUrl: string, poolSize: number): Promis
   }
 }
 
-function userIds(name: string): { uid: number; gid: number } | undefined {
-  const uid = spawnSync('id', ['-u', name], { encoding: 'utf8' });
-  const gid = spawnSync('id', ['-g', name], { encoding: 'utf8' });
-  if (uid.status !== 0 || gid.status !== 0) return undefined;
-  return { uid: Number(uid.stdout.trim()), gid: Number(gid.stdout.trim()) };
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  await new Promise((resolve) => server.close(resolve));
-  if (address === null || typeof address === 'string') throw new Error('no free port');
-  return address.port;
-}
 
 /** Waits until PgBouncer accepts connections on `port`, or has exited, or `deadlineMs` passed. */
 async function listening(port: number, proc: ChildProcess, deadlineMs: number): Promise<boolean> {
