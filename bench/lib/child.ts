@@ -32,9 +32,10 @@ export class Child {
   #exit: number | string | undefined;
   #error: Error | undefined;
 
-  constructor(role: string, options: Record<string, unknown> = {}) {
+  /** Forks `script` (bench/lib/child-main.ts unless given) with `role` and `options` as its arguments. */
+  constructor(role: string, options: object = {}, script: string = CHILD_MAIN) {
     this.role = role;
-    this.#proc = fork(CHILD_MAIN, [role, JSON.stringify(options)], {
+    this.#proc = fork(script, [role, JSON.stringify(options)], {
       execArgv: EXEC_ARGV,
       serialization: 'advanced',
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
@@ -63,6 +64,11 @@ export class Child {
     const i = this.#waiters.findIndex((w) => w.type === m.type);
     if (i >= 0) this.#waiters.splice(i, 1)[0]!.resolve(m);
     else this.#buffer.push(m);
+  }
+
+  /** Why the child cannot answer any more: it reported an error, or it exited. */
+  get failure(): Error | undefined {
+    return this.#error ?? (this.#exit === undefined ? undefined : new Error(`${this.role} child exited (${this.#exit})`));
   }
 
   /** Routes every message of `type` to `fn` instead of the queue {@link next} reads. */

@@ -11,13 +11,12 @@
 // With BENCH_PEERS_DIR naming a copy of the peer harness with its node_modules, graphile-worker
 // then runs the same (its peer driver's settings, concurrency 8), on its own fresh schema. Long
 // (about 8 minutes per system at the defaults): it runs only when `--only` names it, one round.
-import { fork, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { BENCH_SCHEMA, settle } from '../lib/bench-database.js';
-import type { ChildMessage } from '../lib/child.js';
+import { Child } from '../lib/child.js';
 import { fmt, percentile } from '../lib/stats.js';
 import type { BenchContext, Metric, RoundResult, Workload } from '../lib/workload.js';
 import { freshSchema, sleep } from './common.js';
@@ -124,77 +123,7 @@ const METRICS: Metric[] = (() => {
 // ---------------------------------------------------------------------------- child process --
 
 /** A child running pinned-horizon-child.ts, forked with the flags of every bench child. */
-class PinnedChild {
-  readonly role: string;
-  readonly #proc: ChildProcess;
-  readonly #buffer: ChildMessage[] = [];
-  readonly #waiters: { type: string; resolve: (m: ChildMessage) => void; reject: (e: Error) => void }[] = [];
-  readonly #listeners = new Map<string, (m: ChildMessage) => void>();
-  readonly #exited: Promise<void>;
-  #done = false;
-  failure: Error | undefined;
-
-  constructor(role: string, options: PinnedChildOptions) {
-    this.role = role;
-    this.#proc = fork(SCRIPT, [role, JSON.stringify(options)], {
-      execArgv: ['--conditions=@leasehold/source', '--import', import.meta.resolve('tsx')],
-      serialization: 'advanced',
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    });
-    this.#exited = new Promise((resolve) =>
-      this.#proc.on('exit', (code, signal) => {
-        this.#done = true;
-        this.#fail(new Error(`${role} child exited (${code ?? signal})`));
-        resolve();
-      }),
-    );
-    this.#proc.on('message', (raw) => {
-      const m = raw as ChildMessage;
-      if (m.type === 'error') return this.#fail(new Error(`${role} child failed: ${String(m.message)}`));
-      const listener = this.#listeners.get(m.type);
-      if (listener) return listener(m);
-      const i = this.#waiters.findIndex((w) => w.type === m.type);
-      if (i >= 0) this.#waiters.splice(i, 1)[0]!.resolve(m);
-      else this.#buffer.push(m);
-    });
-  }
-
-  #fail(error: Error): void {
-    this.failure ??= error;
-    for (const w of this.#waiters.splice(0)) w.reject(this.failure);
-  }
-
-  on(type: string, fn: (m: ChildMessage) => void): this {
-    this.#listeners.set(type, fn);
-    return this;
-  }
-
-  send(message: ChildMessage): void {
-    this.#proc.send(message);
-  }
-
-  next(type: string, timeoutMs = 120_000): Promise<ChildMessage> {
-    const i = this.#buffer.findIndex((m) => m.type === type);
-    if (i >= 0) return Promise.resolve(this.#buffer.splice(i, 1)[0]!);
-    if (this.failure) return Promise.reject(this.failure);
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`timeout waiting for "${type}" from ${this.role}`)), timeoutMs);
-      this.#waiters.push({ type, resolve: (m) => (clearTimeout(timer), resolve(m)), reject: (e) => (clearTimeout(timer), reject(e)) });
-    });
-  }
-
-  async stop(timeoutMs = 20_000): Promise<void> {
-    if (this.#done) return;
-    try {
-      this.#proc.send({ type: 'stop' });
-    } catch {
-      // the IPC channel is already closed: the child is on its way out
-    }
-    const timer = setTimeout(() => this.#proc.kill('SIGKILL'), timeoutMs);
-    await this.#exited;
-    clearTimeout(timer);
-  }
-}
+const pinnedChild = (role: string, options: PinnedChildOptions) => new Child(role, options, SCRIPT);
 
 // ----------------------------------------------------------------------------- server stats --
 
@@ -401,7 +330,7 @@ async function prepare(ctx: BenchContext, system: PinnedSystem, s: Settings): Pr
     throw new Error(`BENCH_PEERS_DIR=${s.peersDir} has no drivers/graphile-worker.mjs or no node_modules/graphile-worker (npm install there)`);
   }
   await ctx.admin.query(`DROP SCHEMA IF EXISTS ${BENCH_SCHEMA} CASCADE`);
-  const reset = new PinnedChild('reset', childOptions(ctx, system, s));
+  const reset = pinnedChild('reset', childOptions(ctx, system, s));
   try {
     await reset.next('result');
   } finally {
@@ -421,7 +350,7 @@ async function runSystem(ctx: BenchContext, system: PinnedSystem, s: Settings): 
   const starts = new Map<number, bigint>();
   let duplicates = 0;
   const commits = new Map<number, bigint>();
-  const worker = new PinnedChild('worker', childOptions(ctx, system, s, { concurrency: 8 }))
+  const worker = pinnedChild('worker', childOptions(ctx, system, s, { concurrency: 8 }))
     .on('start', (m) => {
       const i = Number(m.i);
       if (i < 0) return; // the producer's warm-up enqueues
@@ -429,14 +358,14 @@ async function runSystem(ctx: BenchContext, system: PinnedSystem, s: Settings): 
       else starts.set(i, m.t as bigint);
     })
     .on('count', () => {});
-  let producer: PinnedChild | undefined;
+  let producer: Child | undefined;
   let pin: Awaited<ReturnType<typeof pinHorizon>> | undefined;
   try {
     await worker.next('ready');
     worker.send({ type: 'go' });
     await worker.next('started');
     await sleep(1000); // the worker is idle, waiting for a notification
-    producer = new PinnedChild('producer', childOptions(ctx, system, s, { rate: s.rate, poolSize: 8 })).on('commits', (m) => {
+    producer = pinnedChild('producer', childOptions(ctx, system, s, { rate: s.rate, poolSize: 8 })).on('commits', (m) => {
       const items = m.items as bigint[];
       for (let k = 0; k < items.length; k += 3) commits.set(Number(items[k]), items[k + 2]!);
     });
