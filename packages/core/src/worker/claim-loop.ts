@@ -49,10 +49,11 @@ export interface ClaimLoopParts<Row> {
 const WHOLE_CLAIM_EVERY_MS = 100;
 
 /**
- * Longest time between the whole claims that take expired leases and reap, in ms, or a quarter
- * of the poll interval if shorter: a crashed worker's tasks start again within the lease plus
- * this. Not in every claim: while a long transaction elsewhere holds vacuum back, the leases'
- * index keeps an entry for every lease since, and each look walks them all.
+ * How often a busy worker's whole claims also take expired leases and reap, in ms (a quarter of
+ * the poll interval if that is shorter; a sleeping worker looks at its polls): a crashed
+ * worker's tasks start again within their lease plus this. Not in every claim: while a long
+ * transaction elsewhere holds vacuum back, the leases' index keeps an entry for every lease
+ * that ended since, and a look reads those in its range.
  */
 const EXPIRED_EVERY_MS = 500;
 
