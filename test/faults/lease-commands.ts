@@ -132,7 +132,7 @@ class ResolveDeadCommand implements Cmd {
     const { changed } = await resolve(r.pool, table, [t.id], 'by the model');
     expect(changed).toEqual([t.id]);
     if (this.skip) t.status = 'done';
-    else Object.assign(t, { status: 'pending', attempts: 0, due: true, scheduled: false });
+    else Object.assign(t, { status: 'pending', attempts: 0, due: true, scheduled: true, since: ++m.clock });
     await checkAgainstModel(m, r);
   }
   toString = () => `${this.skip ? 'skip' : 'retry'}Dead(pick=${this.pick})`;

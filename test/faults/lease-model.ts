@@ -20,7 +20,7 @@ export interface ModelTask {
   expired: boolean;
   /** `available_at <= now()` (only meaningful while pending). */
   due: boolean;
-  /** Pending after a delay: the claim finds it through the due-later source once due. */
+  /** Pending again after a claim (a retry, a deferral, a retried dead row): the claim finds it through the due source once due. */
   scheduled: boolean;
   /** Order in which leases ran out or scheduled rows became due (the claim's other sources' order). */
   since: number;
@@ -187,7 +187,9 @@ export class LeaseModel {
       case 'pending':
         if (transition.refund) t.attempts -= 1;
         if (tooOld) Object.assign(t, { status: 'dead', lastError: `defer age limit exceeded: ${transition.error}` });
-        else Object.assign(t, { status: 'pending', due: transition.delayMs === 0, scheduled: transition.delayMs > 0, lastError: transition.error });
+        // back to pending through the scheduled rows even when due now (only INSERTs feed the
+        // claim's main index, see ReadyFloor): due now, it joins them in the order it became due
+        else Object.assign(t, { status: 'pending', due: transition.delayMs === 0, scheduled: true, lastError: transition.error, ...(transition.delayMs === 0 ? { since: ++this.clock } : {}) });
     }
   }
 }
