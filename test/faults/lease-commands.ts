@@ -200,11 +200,12 @@ class FinalizeManyCommand implements Cmd {
     const tokens = pickTokens(m.tokens[this.worker]!, this.pick);
     const items = tokens.map((token, i) => ({ token, ...transitionOf(this.choices[i % this.choices.length]!, token) }));
     const results = await leaseFinalizeMany(r.pool, table, items.map((x) => ({ ...x.token, transition: x.transition })));
+    const since = ++m.clock;
     items.forEach(({ token, transition, tooOld }, i) => {
       const holds = m.holds(token);
       expect(results[i]!.won, `finalize ${token.id}@${token.leaseVersion}`).toBe(holds);
       if (holds) {
-        m.applyFinalize(token, transition, tooOld);
+        m.applyFinalize(token, transition, tooOld, since);
         expect(results[i]!.status).toBe(m.get(token.id).status);
       } else m.stats.staleRefused++;
     });

@@ -168,8 +168,11 @@ export class LeaseModel {
     return t.status === 'processing' && t.leaseVersion === token.leaseVersion;
   }
 
-  /** Applies a finalize that the fence let through. */
-  applyFinalize(token: Token, transition: Transition, tooOld = false): void {
+  /**
+   * Applies a finalize that the fence let through. `since`: when a row due now joins the due rows
+   * (one statement's rows share it: the same `now()`, so the claim orders them by id).
+   */
+  applyFinalize(token: Token, transition: Transition, tooOld = false, since = ++this.clock): void {
     const t = this.get(token.id);
     const key = `${token.id}:${token.leaseVersion}`;
     if (this.won.has(key)) throw new Error(`token ${key} won a second finalize`);
@@ -189,7 +192,7 @@ export class LeaseModel {
         if (tooOld) Object.assign(t, { status: 'dead', lastError: `defer age limit exceeded: ${transition.error}` });
         // back to pending through the scheduled rows even when due now (only INSERTs feed the
         // claim's main index, see ReadyFloor): due now, it joins them in the order it became due
-        else Object.assign(t, { status: 'pending', due: transition.delayMs === 0, scheduled: true, lastError: transition.error, ...(transition.delayMs === 0 ? { since: ++this.clock } : {}) });
+        else Object.assign(t, { status: 'pending', due: transition.delayMs === 0, scheduled: true, lastError: transition.error, ...(transition.delayMs === 0 ? { since } : {}) });
     }
   }
 }

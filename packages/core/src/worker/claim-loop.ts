@@ -107,11 +107,12 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>, rateWake: Rate
   let probing = false;
   const probe = () => {
     probing = true;
+    const sent = performance.now();
     readyFloorProbe(parts.db, o.table, { names: o.names, versions: o.versions })
       .then((first) => {
         if (first === null) return;
         const below = BigInt(first) < BigInt(floor.floor());
-        floor.saw(performance.now(), first);
+        floor.saw(sent, performance.now(), first);
         // a row the floor had passed: claim it now rather than at the next poll
         if (below) wakeup.wake();
       })
@@ -180,7 +181,7 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>, rateWake: Rate
         if (performance.now() - sentAt > EXPIRED_MARGIN_MS) expiredLookedAt = undefined;
         else expiredLookedAt = sentAt;
       }
-      if (result.readyFirst !== null) floor.saw(performance.now(), result.readyFirst);
+      if (result.readyFirst !== null) floor.saw(sentAt, performance.now(), result.readyFirst);
       if (!probing && floor.probeDue()) probe();
       parts.log.reachable();
       for (const reaped of result.reaped) safeEmit(emitter, 'task:reaped', reaped);

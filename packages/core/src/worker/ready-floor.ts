@@ -13,9 +13,9 @@
  * unblock of a row only this worker takes). Every other way back to `pending` (a retry, a
  * release, a signal, a child's end, a dead task retried) goes through the scheduled rows
  * (`task_due`), which the floor does not touch. An INSERT's id is taken before it commits, so
- * a claim can run between the two and not see it: the floor is the lowest position any claim
- * saw in the last `windowMs` and the one before, so a row that commits within `windowMs` of its
- * insert is never skipped. A row committed later (a producer that keeps its transaction open),
+ * a claim can run between the two and not see it: the floor is the lowest position the claims
+ * saw within `windowMs` of the latest sighting, and the one before, so a row that commits within
+ * `windowMs` of its insert is never skipped. A row committed later (a producer that keeps its transaction open),
  * or unblocked by another worker, is found by the probe, a read-only scan from the index's
  * start that runs beside the claims once per `probeEveryMs`: that is its bound.
  * @internal
@@ -23,8 +23,12 @@
 export class ReadyFloor {
   readonly #windowMs: number;
   readonly #probeEveryMs: number;
-  /** What claims saw: when their snapshot was taken, and the lowest candidate of priority 0. */
-  #seen: { at: number; id: bigint }[] = [];
+  /**
+   * What claims saw, in the order they returned: when each was sent and returned (its snapshot
+   * lies between), and its lowest candidate of priority 0. Starts with the index's beginning,
+   * as if seen before anything: rows whose INSERT came before the first claim are below no floor.
+   */
+  #seen: { sent: number; at: number; id: bigint }[] = [{ sent: -Infinity, at: -Infinity, id: 0n }];
   #probedAt: number;
 
   constructor(windowMs: number, probeEveryMs: number, now = performance.now()) {
@@ -33,21 +37,23 @@ export class ReadyFloor {
     this.#probedAt = now;
   }
 
-  /** The floor for a claim sent now, as the claim's bigint text. */
-  floor(now = performance.now()): string {
-    this.#trim(now);
+  /**
+   * The floor for the next claim, as the claim's bigint text: the lowest of the sightings that
+   * returned within `windowMs` before the latest one was sent, and the latest that returned
+   * before that. Counted from the latest sighting, not from now: a row that took its id before
+   * the latest claim and committed after it is covered however long the worker then waits before
+   * its next claim (an INSERT that took its id after a sighting's snapshot has a higher id).
+   */
+  floor(): string {
+    this.#trim();
     let low: bigint | undefined;
     for (const s of this.#seen) if (low === undefined || s.id < low) low = s.id;
     return low === undefined ? '0' : String(low);
   }
 
-  /**
-   * A claim (or probe) that returned at `at` saw `first` as its lowest candidate of priority 0.
-   * The time it returned, not when it was sent: its snapshot lies between the two, and a
-   * sighting taken for later than it was only stays counted longer.
-   */
-  saw(at: number, first: string): void {
-    this.#add({ at, id: BigInt(first) });
+  /** A claim (or probe) sent at `sent` and returned at `at` saw `first` as its lowest candidate of priority 0. */
+  saw(sent: number, at: number, first: string): void {
+    this.#add({ sent, at, id: BigInt(first) });
   }
 
   /**
@@ -55,28 +61,29 @@ export class ReadyFloor {
    * at the index's beginning until they have seen past them.
    */
   reset(at: number): void {
-    this.#add({ at, id: 0n });
+    this.#add({ sent: at, at, id: 0n });
   }
 
-  // in time order: a probe returns after claims sent later than it
-  #add(sighting: { at: number; id: bigint }): void {
+  /** Whether a probe is due: the floor is above the index's beginning and the last is old. */
+  probeDue(now = performance.now()): boolean {
+    if (now - this.#probedAt < this.#probeEveryMs || this.floor() === '0') return false;
+    this.#probedAt = now;
+    return true;
+  }
+
+  // in the order they returned: a probe returns after claims sent later than it
+  #add(sighting: { sent: number; at: number; id: bigint }): void {
     let i = this.#seen.length;
     while (i > 0 && this.#seen[i - 1]!.at > sighting.at) i--;
     this.#seen.splice(i, 0, sighting);
   }
 
-  /** Whether a probe is due: the floor is above the index's beginning and the last is old. */
-  probeDue(now = performance.now()): boolean {
-    if (now - this.#probedAt < this.#probeEveryMs || this.floor(now) === '0') return false;
-    this.#probedAt = now;
-    return true;
-  }
-
-  // Keeps what was seen since `now - windowMs`, and the latest sighting before that.
-  #trim(now: number): void {
-    const edge = now - this.#windowMs;
+  // Keeps the sightings that returned since `windowMs` before the latest was sent, and the last
+  // one that returned before that (its snapshot came before every id taken since the edge).
+  #trim(): void {
+    const edge = this.#seen[this.#seen.length - 1]!.sent - this.#windowMs;
     let drop = 0;
-    while (drop + 1 < this.#seen.length && this.#seen[drop + 1]!.at <= edge) drop++;
+    while (drop + 1 < this.#seen.length && this.#seen[drop + 1]!.at < edge) drop++;
     if (drop > 0) this.#seen = this.#seen.slice(drop);
   }
 }
