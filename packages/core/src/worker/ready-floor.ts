@@ -9,7 +9,7 @@
  *
  * The floor must never pass a row that can still be taken. Rows enter the claim index by INSERT
  * only, with a new id, except where this worker unblocks the next row of an ordering group (see
- * {@link reset}), and a few rare paths the {@link ReadyFloor.probe} covers (another worker's
+ * {@link reset}), and a few rare paths the probe (`readyFloorProbe`, below) covers (another worker's
  * unblock of a row only this worker takes). Every other way back to `pending` (a retry, a
  * release, a signal, a child's end, a dead task retried) goes through the scheduled rows
  * (`task_due`), which the floor does not touch. An INSERT's id is taken before it commits, so
