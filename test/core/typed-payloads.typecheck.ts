@@ -54,3 +54,33 @@ export async function invalid(): Promise<void> {
   // @ts-expect-error -- bulk items are checked too
   await enqueueMany(db, sendEmail, [{ payload: { to: 'b@example.com' } }]);
 }
+
+// payload types are JSON (issue 34): what JSON would change or drop does not compile, wherever
+// the type comes from; everything JSON, interfaces and `unknown` included, still does
+interface Invoice {
+  id: string;
+  lines: { sku: string; qty: number }[];
+  note?: string;
+  parent?: Invoice;
+}
+const noop = async (): Promise<void> => {};
+defineTask<Invoice>('invoice', { handler: noop });
+defineTask<unknown>('anything', { handler: noop });
+defineTask<object>('any-object', { handler: noop });
+defineTask<Record<string, unknown>>('record', { handler: noop });
+defineTask<{ at: string; tags: readonly string[]; meta: { n: number | null } }>('json', { handler: noop });
+defineTask('inferred-json', { handler: async (p: { at: string }) => void p.at });
+// @ts-expect-error -- a Date is not JSON: it would arrive as a string
+defineTask<{ when: Date }>('date', { handler: noop });
+// @ts-expect-error -- nested and optional: still refused
+defineTask<{ order?: { lines: { at: Date }[] } }>('nested-date', { handler: noop });
+// @ts-expect-error -- a Map would be stored as {}
+defineTask<{ seen: Map<string, number> }>('map', { handler: noop });
+// @ts-expect-error -- a function is dropped
+defineTask<{ n: number; done: () => void }>('function', { handler: noop });
+// @ts-expect-error -- a bigint does not serialise
+defineTask<{ id: bigint }>('bigint', { handler: noop });
+// @ts-expect-error -- the payload type inferred from the handler is checked too
+defineTask('inferred-date', { handler: async (p: { when: Date }) => void p.when });
+// @ts-expect-error -- and from the validator
+defineTask('validated-set', { validate: { parse: (input: unknown) => input as { ids: Set<string> } }, handler: noop });

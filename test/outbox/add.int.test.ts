@@ -57,7 +57,7 @@ describe('add', () => {
       [{ ...paid(1), aggregateId: undefined }, 'event.aggregateId'],
       [{ ...paid(1), eventType: 42 }, 'event.eventType'],
       [{ ...paid(1), payload: undefined }, 'event.payload'],
-      [{ ...paid(1), payload: { n: 1n } }, 'event.payload'],
+      [{ ...paid(1), payload: { n: 1n } }, 'event.payload.n'], // the path to the fault (issue 34)
       [{ ...paid(1), payload: 'nul\u0000' }, 'event.payload'],
       [{ ...paid(1), headers: { a: 1 } }, 'event.headers.a'],
       [{ ...paid(1), maxAttempts: 0 }, 'event.maxAttempts'],

@@ -1,5 +1,5 @@
 import { MAX_DELAY_MS, parseDuration } from './duration.js';
-import { ERROR_CODES, LeaseholdError, type ErrorCode } from './leasehold-error.js';
+import { ConfigError, ERROR_CODES, LeaseholdError, type ErrorCode } from './leasehold-error.js';
 
 export { ERROR_CODES, type ErrorCode, LeaseholdError, ConfigError } from './leasehold-error.js';
 
@@ -50,15 +50,22 @@ export class LeaseLostError extends LeaseholdError {
   }
 }
 
-/** A payload failed its task's validator. At enqueue it is thrown; at run time the task goes dead. */
+/**
+ * A payload failed its task's validator, or is not JSON that comes back as it went in (a `Date`,
+ * a `Map`, `NaN`, a function…: packages/core/README.md, "Payloads are JSON"). At enqueue it is thrown and
+ * nothing is stored; at run time the task goes dead.
+ */
 export class PayloadValidationError extends LeaseholdError {
   readonly taskName: string;
+  /** Where in the payload the fault is, when known: `payload.when`, `payload.items[2]`. */
+  readonly path: string | undefined;
 
   constructor(taskName: string, cause: unknown) {
     super('PAYLOAD_VALIDATION', `invalid payload for task "${taskName}": ${toError(cause).message}`, {
       cause,
     });
     this.taskName = taskName;
+    this.path = cause instanceof ConfigError ? cause.option : undefined;
   }
 }
 

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../leasehold-error.js';
-import { toJsonText } from './json.js';
+import { jsonValueFault, toJsonText } from './json.js';
 import { INPUT_LIMITS } from './limits.js';
 import { textFault } from './text.js';
 
@@ -37,9 +37,8 @@ describe('toJsonText', () => {
     ['a lone high surrogate', { s: 'x\ud800' }, /lone UTF-16 surrogate \(\\ud800\)/],
     ['a lone low surrogate', ['\udc00y'], /lone UTF-16 surrogate \(\\udc00\)/],
     ['a reversed pair', '\udc00\ud800', /lone/],
-    ['a function', () => 1, /JSON-serialisable, got function/],
-    ['undefined', undefined, /JSON-serialisable, got undefined/],
-    ['a bigint', { n: 1n }, /BigInt/],
+    ['a function', () => 1, /a function is not JSON/],
+    ['undefined', undefined, /undefined is not JSON/],
   ])('refuses %s with a ConfigError naming the field, never quoting the value', (_label, value, message) => {
     const error = refusal(value);
     expect(error?.option).toBe('events[3].payload');
@@ -83,6 +82,64 @@ describe('toJsonText', () => {
         if (!refused) expect(JSON.parse(toJsonText(value, 'payload'))).toEqual(value);
       }),
       { numRuns: 2_000 },
+    );
+  });
+});
+
+describe('the JSON rule: what JSON.stringify would change or drop is refused, naming the path', () => {
+  class Point {
+    constructor(readonly x: number) {}
+  }
+  it.each([
+    ['a Date', { when: new Date(0) }, '.when', 'a Date is not JSON; pass an ISO string'],
+    ['a Map', { a: { seen: new Map() } }, '.a.seen', 'a Map is not JSON'],
+    ['a Set', [1, new Set([1])], '[1]', 'a Set is not JSON; pass an array'],
+    ['NaN', { n: Number.NaN }, '.n', 'NaN is not JSON'],
+    ['Infinity', { n: [Number.POSITIVE_INFINITY] }, '.n[0]', 'Infinity is not JSON'],
+    ['undefined in an array', { items: [1, undefined] }, '.items[1]', 'undefined is not JSON'],
+    ['a hole in an array', { items: Object.assign([1], { 2: 3 }) }, '.items[1]', 'undefined is not JSON'],
+    ['a function', { cb: () => 1 }, '.cb', 'a function is not JSON'],
+    ['a bigint', { id: 1n }, '.id', 'a bigint is not JSON'],
+    ['a symbol', { s: Symbol('x') }, '.s', 'a symbol is not JSON'],
+    ['a class instance', { p: new Point(1) }, '.p', 'a Point instance is not JSON'],
+    ['binary data', { b: Buffer.from('x') }, '.b', 'binary data is not JSON; pass a base64 string'],
+    ['a key that is not an identifier', { 'a b': { 'x-y': new Date(0) } }, '["a b"]["x-y"]', 'a Date'],
+  ])('%s', (_label, value, path, problem) => {
+    expect(jsonValueFault(value)).toMatchObject({ path });
+    expect(jsonValueFault(value)?.problem).toContain(problem);
+    const error = refusal(value);
+    expect(error?.option).toBe(`events[3].payload${path}`);
+    expect(error?.message).toMatch(`events[3].payload${path}: ${problem}`);
+  });
+
+  it('passes JSON, an undefined field (absent either way) and an object without a prototype', () => {
+    const bare = Object.assign(Object.create(null) as object, { a: 1 });
+    for (const value of [null, 0, -1.5, '', 'x', true, [], {}, { a: [1, 'b', null, { c: false }] }, { skip: undefined }, bare]) {
+      expect(jsonValueFault(value)).toBeUndefined();
+    }
+    expect(toJsonText({ a: 1, skip: undefined }, 'payload')).toBe('{"a":1}');
+  });
+
+  it('refuses a value that refers to itself as nested too deep, at the value', () => {
+    const loop: Record<string, unknown> = {};
+    loop.self = loop;
+    expect(refusal(loop)).toMatchObject({ option: 'events[3].payload' });
+    expect(refusal(loop)?.message).toMatch(/nested deeper than \d+ levels \(or it refers to itself\)/);
+  });
+
+  it('agrees with a JSON round trip on every value it passes', () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), (value) => {
+        expect(jsonValueFault(value)).toBeUndefined();
+      }),
+      { numRuns: 500 },
+    );
+    fc.assert(
+      // what passes comes back as it went in (undefined fields aside, which read the same)
+      fc.property(fc.anything({ withDate: true, withMap: true, withSet: true, withBigInt: true, withTypedArray: true, withSparseArray: true, withNullPrototype: true }), (value) => {
+            if (jsonValueFault(value) === undefined && value !== undefined) expect(JSON.parse(JSON.stringify(value))).toEqual(value);
+      }),
+      { numRuns: 500 },
     );
   });
 });

@@ -2,18 +2,138 @@ import { ConfigError } from '../leasehold-error.js';
 import { INPUT_LIMITS } from './limits.js';
 
 /**
- * Serialises a value bound for a jsonb column and checks it once, where it enters: JSON-
- * serialisable, at most `INPUT_LIMITS.jsonBytes` of text, nested at most
+ * Serialises a value bound for a jsonb column and checks it once, where it enters: JSON that
+ * comes back as it went in (see {@link jsonValueFault}: no `Date`, `Map`, class instance,
+ * function, `NaN`, bigint or `undefined` array item, which `JSON.stringify` would change or drop
+ * without a word), at most `INPUT_LIMITS.jsonBytes` of text, nested at most
  * `INPUT_LIMITS.jsonDepth` deep, and without NUL or lone surrogates in any string or key (jsonb
  * refuses `\u0000` with error 22P05 and a lone `\ud800` with 22P02, failing the caller's
  * transaction). Text that merely reads `\u0000` (an escaped backslash, then `u0000`) is fine.
- * Throws a `ConfigError` naming `option`; the message shows no part of the value.
+ * Throws a `ConfigError` naming `option`, or the path under it at fault
+ * (`events[3].payload.when`); the message shows no part of the value.
  * @internal
  *
  * @example
  * const payloadJson = toJsonText(event.payload, 'events[3].payload');
  */
 export function toJsonText(value: unknown, option: string): string {
+  const fault = jsonValueFault(value);
+  if (fault !== undefined) throw new ConfigError(option + fault.path, `${option + fault.path}: ${fault.problem}`);
+  return storableJsonText(value, option);
+}
+
+/**
+ * What is not JSON in a value, by where and why: `undefined` when the value is JSON that comes
+ * back as it went in (plain objects, arrays, strings, finite numbers, booleans, null; an object
+ * property that is `undefined` is absent either way, so it passes). One walk that allocates
+ * nothing until it finds a fault. `path` is relative (`.when`, `.items[2]`, or `` for the value
+ * itself); `problem` says what the value is and what to pass instead.
+ * @internal
+ *
+ * @example
+ * jsonValueFault({ when: new Date() }); // { path: '.when', kind: 'a Date', problem: 'a Date is not JSON; pass an ISO string (date.toISOString())' }
+ */
+export function jsonValueFault(value: unknown): JsonFault | undefined {
+  const fault = faultAt(value, 0);
+  if (fault === undefined) return undefined;
+  // a fault of depth is reported at the value itself: its path would be as deep as the nesting
+  const path = fault.depth ? '' : fault.segments.reverse().join('');
+  const hint = fault.hint === undefined ? '' : `; ${fault.hint}`;
+  return { path, kind: fault.kind, hint, problem: fault.depth ? fault.kind : `${fault.kind} is not JSON${hint}` };
+}
+
+/** One fault {@link jsonValueFault} found. @internal */
+export interface JsonFault {
+  /** Where, below the value: `.when`, `.items[2]`, `["a key"]`, or `` for the value itself. */
+  readonly path: string;
+  /** What is there: `a Date`, `NaN`, `a function` (or the nesting, for a value nested too deep). */
+  readonly kind: string;
+  /** What to pass instead, after a semicolon (`; pass an ISO string …`), or ``. */
+  readonly hint: string;
+  /** The whole sentence: what is there, that it is not JSON, and what to pass instead. */
+  readonly problem: string;
+}
+
+interface WalkFault {
+  kind: string;
+  hint: string | undefined;
+  // path pieces, innermost first: added while the walk unwinds, so a value without a fault costs none
+  segments: string[];
+  depth: boolean;
+}
+
+const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
+
+function faultAt(value: unknown, depth: number): WalkFault | undefined {
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+      return undefined;
+    case 'number':
+      return Number.isFinite(value) ? undefined : walkFault(String(value), 'pass a finite number or null (JSON would store null)');
+    case 'object': {
+      if (value === null) return undefined;
+      if (depth >= INPUT_LIMITS.jsonDepth) {
+        return { kind: `nested deeper than ${INPUT_LIMITS.jsonDepth} levels (or it refers to itself)`, hint: undefined, segments: [], depth: true };
+      }
+      if (Array.isArray(value)) {
+        for (let i = 0; i < value.length; i++) {
+          const item: unknown = value[i];
+          const fault = item === undefined ? walkFault('undefined', 'pass null (JSON would store null in its place)') : faultAt(item, depth + 1);
+          if (fault !== undefined) {
+            fault.segments.push(`[${i}]`);
+            return fault;
+          }
+        }
+        return undefined;
+      }
+      const proto = Object.getPrototypeOf(value) as unknown;
+      if (proto !== Object.prototype && proto !== null) return objectFault(value);
+      for (const key of Object.keys(value)) {
+        const item = (value as Record<string, unknown>)[key];
+        if (item === undefined) continue; // an absent property reads the same
+        const fault = faultAt(item, depth + 1);
+        if (fault !== undefined) {
+          fault.segments.push(IDENTIFIER.test(key) ? `.${key}` : `[${JSON.stringify(key.length > 40 ? `${key.slice(0, 40)}…` : key)}]`);
+          return fault;
+        }
+      }
+      return undefined;
+    }
+    case 'undefined':
+      return walkFault('undefined', 'pass null, or leave the field out');
+    case 'bigint':
+      return walkFault('a bigint', 'pass a string (or a number within Number.MAX_SAFE_INTEGER)');
+    case 'function':
+      return walkFault('a function', 'pass data only');
+    default:
+      return walkFault(`a ${typeof value}`, undefined);
+  }
+}
+
+function walkFault(kind: string, hint: string | undefined): WalkFault {
+  return { kind, hint, segments: [], depth: false };
+}
+
+// an object that is neither a plain object nor an array: JSON.stringify would turn it into
+// something else (a Date into a string, a Map or a Set into {}, a Buffer into {type, data})
+function objectFault(value: object): WalkFault {
+  if (value instanceof Date) return walkFault('a Date', 'pass an ISO string (date.toISOString()) or epoch milliseconds');
+  if (value instanceof Map) return walkFault('a Map', 'pass a plain object (Object.fromEntries(map)) or an array of entries (JSON would store {})');
+  if (value instanceof Set) return walkFault('a Set', 'pass an array ([...set]) (JSON would store {})');
+  if (ArrayBuffer.isView(value) || value instanceof ArrayBuffer) return walkFault('binary data', 'pass a base64 string');
+  if (value instanceof RegExp) return walkFault('a RegExp', 'pass its source as a string (JSON would store {})');
+  if (value instanceof Error) return walkFault('an Error', 'pass its message as a string (JSON would store {})');
+  const name = (value as { constructor?: { name?: unknown } }).constructor?.name;
+  const kind = typeof name === 'string' && name !== '' && name !== 'Object' ? `a ${name} instance` : 'an object with a prototype';
+  return walkFault(kind, 'pass a plain object or an array (JSON keeps only own fields, without methods or class)');
+}
+
+/**
+ * {@link toJsonText} without the walk, for a value {@link jsonValueFault} has passed: the text,
+ * within the size and depth bounds, with nothing jsonb refuses. @internal
+ */
+export function storableJsonText(value: unknown, option: string): string {
   let json: string | undefined;
   try {
     json = JSON.stringify(value);

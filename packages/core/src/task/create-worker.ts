@@ -7,7 +7,7 @@ import type { PgPoolLike } from '../sql/transaction.js';
 import { CORE_MIGRATION_LINE } from '../worker/core-migration-line.js';
 import { runnerControl, type HandlerContext } from '../worker/handler-context.js';
 import { WorkflowRun } from '../workflow/workflow-run.js';
-import { recordedJson } from '../workflow/json-value.js';
+import { recordedJson } from '../input/json-value.js';
 import type { TransactionSource } from '../sql/transaction.js';
 import type { SignalDefinition } from '../workflow/define-signal.js';
 import type { TaskRef } from '../workflow/task-ref.js';
@@ -175,7 +175,8 @@ class Context implements TaskContext<unknown> {
   get checkpoint(): TaskContext<unknown>['checkpoint'] {
     return (this.#checkpoint ??= async (state) => {
       const task = this.#claimed;
-      const saved = await taskCheckpoint(this.#pool, this.#table, task, JSON.stringify(state ?? null));
+      // not JSON (a Date, a Map…): a PermanentError before anything is written, like a step's result
+      const saved = await taskCheckpoint(this.#pool, this.#table, task, recordedJson(state ?? null, `the checkpoint of task "${task.name}"`)!);
       // thrown out of the handler, this aborts the task and writes nothing
       if (!saved) throw new LeaseLostError(task.id, task.leaseVersion, `checkpoint refused: task ${task.id} lease moved on`);
     });

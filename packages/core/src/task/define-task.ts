@@ -4,6 +4,7 @@ import { INTEGER_RANGES } from '../input/limits.js';
 import { checkName } from '../input/text.js';
 import { isLimitDefinition, type LimitDefinition } from '../limits/define-limit.js';
 import type { Duration } from '../duration.js';
+import type { JsonPayloadCheck } from '../input/json-type.js';
 import type { PgPoolLike } from '../sql/transaction.js';
 import type { HandlerContext } from '../worker/handler-context.js';
 import type { SignalDefinition } from '../workflow/define-signal.js';
@@ -171,7 +172,7 @@ export interface TaskDefinition<P, C = unknown, O extends boolean = boolean, R =
 }
 
 /**
- * Defines a task type. The payload type flows from here into `enqueue` and the handler; the
+ * Defines a task type. The payload type (JSON only: `JsonCompatible`) flows from here into `enqueue` and the handler; the
  * result type (what the handler returns) into `waitForResult`, `getTask` and a parent's
  * `ctx.waitForChildren`. Annotate the handler's payload to have both inferred:
  * `defineTask('charge', { handler: async (p: Charge) => ({ chargeId }) })`.
@@ -184,9 +185,10 @@ export interface TaskDefinition<P, C = unknown, O extends boolean = boolean, R =
  * });
  */
 // an ordered task's definition says so in its type, so that enqueue requires its groupKey
-export function defineTask<P, C = unknown, R = unknown>(name: string, options: TaskOptions<P, C, R> & { ordered: true }): TaskDefinition<P, C, true, R>;
-export function defineTask<P, C = unknown, R = unknown>(name: string, options: TaskOptions<P, C, R> & { ordered?: false }): TaskDefinition<P, C, false, R>;
-export function defineTask<P, C = unknown, R = unknown>(name: string, options: TaskOptions<P, C, R>): TaskDefinition<P, C, boolean, R>;
+// and a payload type that is not JSON (a Date, a Map, a function…) does not compile: see JsonPayloadCheck
+export function defineTask<P, C = unknown, R = unknown>(name: string, options: TaskOptions<P, C, R> & { ordered: true } & JsonPayloadCheck<NoInfer<P>>): TaskDefinition<P, C, true, R>;
+export function defineTask<P, C = unknown, R = unknown>(name: string, options: TaskOptions<P, C, R> & { ordered?: false } & JsonPayloadCheck<NoInfer<P>>): TaskDefinition<P, C, false, R>;
+export function defineTask<P, C = unknown, R = unknown>(name: string, options: TaskOptions<P, C, R> & JsonPayloadCheck<NoInfer<P>>): TaskDefinition<P, C, boolean, R>;
 export function defineTask<P, C = unknown, R = unknown>(name: string, options: TaskOptions<P, C, R>): TaskDefinition<P, C, boolean, R> {
   checkName(name, 'name', 'the task name');
   if (typeof options?.handler !== 'function') {
