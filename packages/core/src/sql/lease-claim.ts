@@ -66,6 +66,13 @@ export interface LeaseClaimInput {
    * @defaultValue every lease that ran out
    */
   readonly expiredWithinMs?: number | undefined;
+  /**
+   * How far ahead the whole claim looks for the next row it could take once due (see
+   * `LeaseClaimResult.nextDueMs`), in ms. The worker passes its poll interval: what comes due
+   * later, its next poll finds anyway. Ignored with `readyOnly`.
+   * @defaultValue 0: no look ahead
+   */
+  readonly dueWithinMs?: number | undefined;
 }
 
 /** A row that reap moved to `dead` because its lease ran out on its last attempt. */
@@ -96,6 +103,14 @@ export interface LeaseClaimResult<Row> {
    * claim's `readyFloor` and this id was pending when the claim ran. Null otherwise.
    */
   readonly readyFirst: string | null;
+  /**
+   * The whole claim's look ahead (`dueWithinMs`): in how many ms, by the database's clock, the
+   * earliest row it could take comes due — a scheduled row, a retry's backoff, a parked run's
+   * wake or deadline — or 0 when it woke parked runs just now (claim again at once: this
+   * statement's snapshot cannot see them). Null when nothing comes due within `dueWithinMs`, and
+   * for a ready-only claim.
+   */
+  readonly nextDueMs: number | null;
 }
 
 export const REAP_ERROR = 'lease expired after max attempts (worker crash?)';
@@ -144,6 +159,7 @@ export async function leaseClaim<Row>(
     readyFloor: input.readyFloor ?? '0',
     // some 30 years: every lease, in the same statement
     expiredWithinMs: input.expiredWithinMs ?? 1e12,
+    dueWithinMs: Math.max(0, input.dueWithinMs ?? 0),
   };
   const shape = { table, limit: literal ? input.batch : undefined, names: input.names !== undefined, versions, perName, flows, flowNames: flows ? [...input.flows!] : [], expired };
   const build = readyOnly ? (v: ClaimValues) => readyClaimStatement(shape, v) : (v: ClaimValues) => claimStatement(shape, v);
@@ -159,6 +175,7 @@ function claimResult<Row>(table: LeasedTable<Row>, rows: readonly Record<string,
   let waitMs: number | null = null;
   let promoted = 0;
   let readyFirst: string | null = null;
+  let nextDueMs: number | null = null;
   const json = table.claimJson;
   for (const raw of rows) {
     if (raw.claimed === true) {
@@ -167,14 +184,15 @@ function claimResult<Row>(table: LeasedTable<Row>, rows: readonly Record<string,
       else claimed.push(toClaimed(table, withLeaseFields(raw, owner)));
     } else if (raw.claimed === false) reaped.push({ id: String(raw.id), leaseVersion: Number(raw.lease_version) });
     else {
-      // the limits' row (see claimStatement)
+      // the whole claim's own row (see claimStatement)
       waitMs = raw.wait_ms === null ? null : Math.max(0, Number(raw.wait_ms));
-      promoted = Number(raw.promoted);
+      promoted = raw.promoted === null ? 0 : Number(raw.promoted);
+      nextDueMs = raw.next_due_ms === null ? null : Math.max(0, Number(raw.next_due_ms));
     }
   }
   // RETURNING has no order; the design article sorts by id
   claimed.sort(byId);
-  return { claimed, reaped, waitMs, promoted, readyFirst };
+  return { claimed, reaped, waitMs, promoted, readyFirst, nextDueMs };
 }
 
 function byId(a: { readonly id: string }, b: { readonly id: string }): number {
@@ -220,6 +238,7 @@ interface ClaimValues {
   readonly versionKeys: readonly string[];
   readonly readyFloor: string;
   readonly expiredWithinMs: number;
+  readonly dueWithinMs: number;
 }
 
 /** The pieces both claim statements share. */
@@ -317,11 +336,7 @@ function claimStatement(shape: ClaimShape, v: ClaimValues): RawBuilder<Record<st
         RETURNING 1
       )`
     : sql``;
-  const info = shape.flows
-    ? sql`UNION ALL
-      SELECT NULL AS claimed, ${nullColumns(table, true, true)},
-             (SELECT ms FROM flow_wait) AS wait_ms, (SELECT count(*) FROM flow_promoted) AS promoted, NULL`
-    : sql``;
+  const nextDue = nextDueCte(shape, v, t, nameFilter, unlimited);
   // without expired leases: the reap's and the expired source's CTEs select nothing, by a
   // constant condition the planner removes, so the statement keeps its shape
   const leases = shape.expired ? sql`AND lease_until >= now() - ${v.expiredWithinMs}::float8 * interval '1 millisecond'` : sql`AND false`;
@@ -349,22 +364,60 @@ function claimStatement(shape: ClaimShape, v: ClaimValues): RawBuilder<Record<st
         ORDER BY c.lease_until, c.id
         LIMIT ${limit}
         FOR UPDATE SKIP LOCKED
-      )${woken}${flows}, picked AS (
+      )${woken}${flows}, ${nextDue}, picked AS (
         SELECT id FROM (SELECT * FROM ready UNION ALL SELECT * FROM due UNION ALL SELECT * FROM expired ${admitted}) AS candidate
         ORDER BY priority DESC, id
         LIMIT ${limit}
       ), ${claimed(sql`picked`)}${written}
-      ${table.claimJson === undefined ? rowsWholeSelect(table, shape.flows, info) : jsonWholeSelect(shape.flows)}
+      ${table.claimJson === undefined ? rowsWholeSelect(table, shape.flows) : jsonWholeSelect(shape.flows)}
     `;
 }
 
-// claimed rows one protocol row each (claimColumns), then the reaped rows and the limits' row
-function rowsWholeSelect(table: LeasedTable<unknown>, flows: boolean, info: RawBuilder<unknown>): RawBuilder<unknown> {
+/**
+ * `next_due (ms)`: in how many ms the earliest row this claim could take once due comes due,
+ * within `dueWithinMs` (see `LeaseClaimResult.nextDueMs`), or 0 when the claim woke parked runs.
+ * Each source is one index probe that starts at `now()`, past every row due already (and every
+ * index entry a long transaction elsewhere keeps of rows claimed before): the scheduled rows by
+ * `<table>_due`, parked runs by `<table>_waiting`, and each served limit's by `<table>_flow_due`.
+ */
+function nextDueCte(shape: ClaimShape, v: ClaimValues, t: RawBuilder<unknown>, nameFilter: RawBuilder<unknown>, unlimited: RawBuilder<unknown>): RawBuilder<unknown> {
+  const { table } = shape;
+  const ahead = sql`c.available_at > now() AND c.available_at <= now() + ${v.dueWithinMs}::float8 * interval '1 millisecond'`;
+  const sources = [
+    sql`(SELECT c.available_at FROM ${t} AS c
+         WHERE c.status = 'pending' AND c.scheduled AND NOT c.blocked ${unlimited} AND ${ahead} ${nameFilter}
+         ORDER BY c.available_at, c.id LIMIT 1)`,
+  ];
+  // any worker wakes any parked run (see the woken CTE), so no name filter here either
+  if (table.waits) {
+    sources.push(sql`(SELECT c.available_at FROM ${t} AS c
+         WHERE c.status = 'waiting' AND c.scheduled AND ${ahead}
+         ORDER BY c.available_at, c.id LIMIT 1)`);
+  }
+  if (shape.flows) {
+    const lt = sql.id(table.schema, table.limitTable!);
+    sources.push(sql`(SELECT min(n.at) FROM ${lt} AS f
+         CROSS JOIN LATERAL (
+           SELECT c.available_at AS at FROM ${t} AS c
+           WHERE c.flow = f.name AND c.status = 'pending' AND c.scheduled AND NOT c.blocked AND ${ahead}
+           ORDER BY c.available_at, c.id LIMIT 1) AS n
+         WHERE f.name = ANY(${flowLiterals(shape.flowNames)}::text[]))`);
+  }
+  const ms = sql`date_part('epoch', least(${sql.join(sources)}) - now()) * 1000`;
+  return table.waits ? sql`next_due AS (SELECT CASE WHEN EXISTS (SELECT 1 FROM woken) THEN 0 ELSE ${ms} END AS ms)` : sql`next_due AS (SELECT ${ms} AS ms)`;
+}
+
+// claimed rows one protocol row each (claimColumns), then the reaped rows and the claim's own
+// row: the limits' wait and promotions, and the look ahead (next_due)
+function rowsWholeSelect(table: LeasedTable<unknown>, flows: boolean): RawBuilder<unknown> {
   return sql`
-      SELECT true AS claimed, claimed.*${flows ? sql`, NULL::float8 AS wait_ms, NULL::bigint AS promoted` : sql``}, ${READY_FIRST} AS ready_first FROM claimed
+      SELECT true AS claimed, claimed.*, NULL::float8 AS wait_ms, NULL::bigint AS promoted, ${READY_FIRST} AS ready_first, NULL::float8 AS next_due_ms FROM claimed
       UNION ALL
-      SELECT false AS claimed, reaped.id, reaped.lease_version, ${nullColumns(table, false, flows)}${flows ? sql`, NULL::float8, NULL::bigint` : sql``}, NULL FROM reaped
-      ${info}`;
+      SELECT false AS claimed, reaped.id, reaped.lease_version, ${nullColumns(table, false, flows)}, NULL, NULL, NULL, NULL FROM reaped
+      UNION ALL
+      SELECT NULL AS claimed, ${nullColumns(table, true, flows)},
+             ${flows ? sql`(SELECT ms FROM flow_wait)` : sql`NULL`}, ${flows ? sql`(SELECT count(*) FROM flow_promoted)` : sql`NULL`}, NULL,
+             (SELECT ms FROM next_due)`;
 }
 
 /** What a JSON claim's `claimed` CTE returns: what the limits' bookkeeping reads, and the row as JSON (`j`). */
@@ -381,16 +434,17 @@ function jsonSelect(): RawBuilder<unknown> {
 /** What `LeaseClaimResult.readyFirst` reports, on each chunk (a row of priority 0 is taken whenever there is one). */
 const READY_FIRST = sql`(SELECT min(ready.id) FROM ready WHERE ready.priority = 0)`;
 
-// the JSON chunks, then the reaped rows (`id`, `lease_version`) and the limits' row
+// the JSON chunks, then the reaped rows (`id`, `lease_version`) and the claim's own row (see rowsWholeSelect)
 function jsonWholeSelect(flows: boolean): RawBuilder<unknown> {
   const chunks = jsonChunks();
   return sql`
       SELECT true AS claimed, ${chunks.text} AS rows, NULL::bigint AS id, NULL::bigint AS lease_version,
-             NULL::float8 AS wait_ms, NULL::bigint AS promoted, ${READY_FIRST} AS ready_first
+             NULL::float8 AS wait_ms, NULL::bigint AS promoted, ${READY_FIRST} AS ready_first, NULL::float8 AS next_due_ms
       FROM claimed GROUP BY ${chunks.groupBy}
       UNION ALL
-      SELECT false, NULL, reaped.id, reaped.lease_version, NULL, NULL, NULL FROM reaped
-      ${flows ? sql`UNION ALL SELECT NULL, NULL, NULL, NULL, (SELECT ms FROM flow_wait), (SELECT count(*) FROM flow_promoted), NULL` : sql``}`;
+      SELECT false, NULL, reaped.id, reaped.lease_version, NULL, NULL, NULL, NULL FROM reaped
+      UNION ALL
+      SELECT NULL, NULL, NULL, NULL, ${flows ? sql`(SELECT ms FROM flow_wait), (SELECT count(*) FROM flow_promoted)` : sql`NULL, NULL`}, NULL, (SELECT ms FROM next_due)`;
 }
 
 /**

@@ -10,8 +10,8 @@ import type { NormalizedLeaseWorkerOptions } from './lease-worker-options.js';
 import type { TaskRunner } from './task-runner.js';
 import type { TrackedPool } from './tracked-pool.js';
 import type { WakeGuard } from './wake-guard.js';
-import { RateWake } from './rate-wake.js';
 import { ReadyFloor } from './ready-floor.js';
+import type { TimedWake } from './timed-wake.js';
 import type { Wakeup } from './wakeup.js';
 import type { WorkerLog } from './worker-log.js';
 
@@ -30,6 +30,12 @@ export interface ClaimLoopParts<Row> {
   readonly listener?: { run<T>(statement: (executor: Executor) => Promise<T>): Promise<T> | undefined } | undefined;
   /** Woken by notifications, freed slots (see the worker's wiring), finished writes and stop. */
   readonly wakeup: Wakeup;
+  /**
+   * Wakes the loop when something comes due that no notification announces (a rate window, a
+   * scheduled row, a retry, a parked run): armed from what the whole claims report, and by the
+   * worker's own writes of retries and parks.
+   */
+  readonly timer: TimedWake;
   readonly log: WorkerLog;
   readonly emitter: EventEmitter<WorkerEventMap<Row>>;
   /** The limits its claims take rows under (recorded at start; see `limitRegisterMany`). */
@@ -81,17 +87,15 @@ const READY_FLOOR_WINDOW_MS = 1_000;
  * @internal
  */
 export async function claimLoop<Row>(parts: ClaimLoopParts<Row>): Promise<void> {
-  // a rate that held rows back: wake when its window allows the next start, not by polling
-  const rateWake = new RateWake(parts.wakeup);
   try {
-    await claimWhileRunning(parts, rateWake);
+    await claimWhileRunning(parts);
   } finally {
-    rateWake.clear();
+    parts.timer.clear();
   }
 }
 
-async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>, rateWake: RateWake): Promise<void> {
-  const { options: o, runner, wakeup, emitter } = parts;
+async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>): Promise<void> {
+  const { options: o, runner, wakeup, emitter, timer } = parts;
   let failures = 0;
   let idle = false;
   let wholeAt = -Infinity;
@@ -105,6 +109,8 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>, rateWake: Rate
   const floor = new ReadyFloor(READY_FLOOR_WINDOW_MS, o.pollIntervalMs);
   let settledSeen = runner.settled;
   let probing = false;
+  // the previous whole claim woke parked runs: the next claim takes them (as due rows)
+  let wholeNext = false;
   const probe = () => {
     probing = true;
     const sent = performance.now();
@@ -139,7 +145,10 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>, rateWake: Rate
     // armed claim must see everything a producer that skipped its NOTIFY wrote), the first after
     // a poll, and at least one every wholeEveryMs while busy.
     const woken = parts.guard.takeWoken();
-    const readyOnly = (flows === undefined || flows.length === 0) && !parts.guard.armed && (woken || performance.now() - wholeAt < wholeEveryMs);
+    // something came due (the timer fired) or was just woken: only the whole claim takes it
+    const due = timer.take() || wholeNext;
+    wholeNext = false;
+    const readyOnly = (flows === undefined || flows.length === 0) && !parts.guard.armed && !due && (woken || performance.now() - wholeAt < wholeEveryMs);
     if (!readyOnly) wholeAt = performance.now();
     const sentAt = performance.now();
     const expired = !readyOnly && sentAt - expiredAt >= expiredEveryMs;
@@ -154,7 +163,11 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>, rateWake: Rate
       settledSeen = runner.settled;
       floor.reset(performance.now());
     }
-    const readyFloor = floor.floor();
+    // A worker with nothing to do starts its claims at the index's beginning when the floor's
+    // probe is due, instead of probing beside them: an idle worker sends no more statements
+    // than one without a floor. A busy one probes beside its claims (below), off their path.
+    const floorless = !readyOnly && idle && floor.probeDue();
+    const readyFloor = floorless ? '0' : floor.floor();
     const claim = (executor: Executor) =>
       leaseClaim(executor, o.table, {
         owner: o.owner,
@@ -169,6 +182,8 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>, rateWake: Rate
         readyFloor,
         expired,
         expiredWithinMs,
+        // what comes due before the next poll: a timer for it (what comes later, the poll finds)
+        dueWithinMs: o.pollIntervalMs,
       });
     // a claim sent while a write of a group's head is under way cannot see the group's next head
     const settlingAtClaim = runner.settling;
@@ -182,12 +197,16 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>, rateWake: Rate
         else expiredLookedAt = sentAt;
       }
       if (result.readyFirst !== null) floor.saw(sentAt, performance.now(), result.readyFirst);
-      if (!probing && floor.probeDue()) probe();
+      if (!probing && !idle && floor.probeDue()) probe();
       parts.log.reachable();
       for (const reaped of result.reaped) safeEmit(emitter, 'task:reaped', reaped);
       claimed = result.claimed;
       promoted = result.promoted;
-      if (result.waitMs !== null) rateWake.in(result.waitMs);
+      if (result.waitMs !== null) timer.in(result.waitMs);
+      if (result.nextDueMs !== null) {
+        if (result.nextDueMs === 0) wholeNext = true;
+        else timer.in(result.nextDueMs);
+      }
     } catch (error) {
       parts.onError(toError(error));
       parts.guard.disarm();
@@ -199,8 +218,8 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>, rateWake: Rate
     }
     if (claimed.length > 0) idle = false;
     runner.acceptAll(claimed);
-    // a full batch, or rows under a limit that just became due (the next claim can take them)
-    if (claimed.length === want || promoted > 0) {
+    // a full batch, or rows that just became claimable (limited rows due, parked runs woken)
+    if (claimed.length === want || promoted > 0 || wholeNext) {
       parts.guard.disarm();
       continue; // there may be more waiting
     }

@@ -31,9 +31,12 @@ export const RUNNER_CONTROL: unique symbol = Symbol('leasehold.runner-control');
 export interface RunnerControl {
   /**
    * The run parked (its row is `waiting` or was handed back as `pending`, written already): the
-   * handler's signal fires with `reason`, nothing more is written for this run.
+   * handler's signal fires with `reason`, nothing more is written for this run. `dueInMs`: when
+   * the park has a wake time (a sleep, a wait's deadline), in how many ms it comes due by the
+   * database's clock (its `available_at - now()` as the park wrote it), so the worker wakes for
+   * it on time.
    */
-  suspended(reason: Error): void;
+  suspended(reason: Error, dueInMs?: number): void;
   /**
    * The run cannot go on (a workflow's code does not replay what it recorded): the handler's
    * signal fires with `reason`, and the task's outcome is `reason`, whatever the handler does

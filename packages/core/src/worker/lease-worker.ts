@@ -9,6 +9,7 @@ import { Finalizer } from './finalizer.js';
 import { Heartbeat } from './heartbeat.js';
 import { normalizeLeaseWorkerOptions, type LeaseWorkerOptions, type NormalizedLeaseWorkerOptions } from './lease-worker-options.js';
 import { Listener } from './listener.js';
+import { TimedWake } from './timed-wake.js';
 import { poolerHint, probeListenPath } from './listen-probe.js';
 import { noPreparedStatements } from '../sql/execute.js';
 import { limitRegisterMany } from '../sql/limit-register-many.js';
@@ -55,6 +56,8 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
   readonly owner: string;
   readonly #o: NormalizedLeaseWorkerOptions<Row>;
   readonly #wakeup = new Wakeup();
+  /** Wakes the claim loop when something comes due that no notification announces. */
+  readonly #timer = new TimedWake(this.#wakeup);
   /** The pool, as the worker's own statements use it: what is in flight can be cut at a stop. */
   readonly #db: TrackedPool;
   readonly #finalizer: Finalizer;
@@ -113,6 +116,10 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
         // ClaimSizing.want) frees capacity
         const held = task.groupKey !== null || (this.#flows !== undefined && this.#flows.length > 0);
         if (held || this.#runner.writing >= o.concurrency + this.#sizing.prefetch) this.#wakeup.wake();
+      },
+      onDue: (ms) => {
+        // a stopped worker's last writes arm nothing: the timer is cleared as its loop ends
+        if (this.#state === 'running') this.#timer.in(ms);
       },
       running: this.#running,
       onError: (error) => this.#error(error),
@@ -225,6 +232,7 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
       }),
       listener: this.#listener,
       wakeup: this.#wakeup,
+      timer: this.#timer,
       log: this.#log,
       emitter: this,
       flows: () => this.#flows,

@@ -16,8 +16,9 @@
  * a claim can run between the two and not see it: the floor is the lowest position the claims
  * saw within `windowMs` of the latest sighting, and the one before, so a row that commits within
  * `windowMs` of its insert is never skipped. A row committed later (a producer that keeps its transaction open),
- * or unblocked by another worker, is found by the probe, a read-only scan from the index's
- * start that runs beside the claims once per `probeEveryMs`: that is its bound.
+ * or unblocked by another worker, is found by the probe once per `probeEveryMs`: that is its
+ * bound. A busy worker runs it beside its claims, as a read-only scan from the index's start; an
+ * idle one sends its next claim from the index's start instead (no statement more per poll).
  * @internal
  */
 export class ReadyFloor {

@@ -30,6 +30,12 @@ export interface TaskRunnerParts<Row> {
   readonly onSlotFree: (ms: number) => void;
   /** A task's fenced write is done (or given up): capacity held by lagging writes frees. */
   readonly onWritten: (task: Claimed<Row>) => void;
+  /**
+   * A write of this worker's made a task claimable in `ms` (a retry's backoff, a deferral, a
+   * parked run's wake or deadline), counted from when the database wrote it: the claim loop
+   * arms its timer for it, without waiting for a claim to report it.
+   */
+  readonly onDue?: ((ms: number) => void) | undefined;
   /** False once the worker is stopping: claimed tasks then go straight back. */
   readonly running: () => boolean;
   readonly onError: (error: Error) => void;
@@ -409,6 +415,7 @@ export class TaskRunner<Row> implements HeldBy<Row> {
   #won(h: Held<Row>, status: FinalizeResult['status']): void {
     const { emitter, log } = this.#p;
     const { task, outcome } = h;
+    if (status === 'pending' && h.transition?.to === 'pending') this.#p.onDue?.(h.transition.delayMs);
     if (outcome === RELEASED) {
       safeEmit(emitter, 'task:released', { task });
       h.tel?.settle('released');
@@ -420,6 +427,11 @@ export class TaskRunner<Row> implements HeldBy<Row> {
     }
     emitOutcome(emitter, log, task, outcome, h.transition, status, performance.now() - h.startedAt);
     h.tel?.written(outcome, status, h.transition);
+  }
+
+  /** A run of this worker's parked until `ms` from now (see `TaskRunnerParts.onDue`). @internal */
+  due(ms: number): void {
+    this.#p.onDue?.(ms);
   }
 
   /** `ctx.extendLease()` of a running task. */
@@ -462,8 +474,9 @@ class Context<Row> implements HandlerContext {
   get [RUNNER_CONTROL](): RunnerControl {
     const h = this.#held;
     return (this.#control ??= {
-      suspended: (reason) => {
+      suspended: (reason, dueInMs) => {
         h.suspended = true;
+        if (dueInMs !== undefined) this.#runner.due(dueInMs);
         h.abort(reason);
       },
       failed: (reason) => h.abort(reason),
