@@ -8,6 +8,7 @@ import { dashboardPaging } from './dashboard-paging.js';
 import { enqueueBulk, enqueueSingle } from './enqueue.js';
 import { heartbeat } from './heartbeat.js';
 import { latency } from './latency.js';
+import { ON_TIME_WORKLOADS } from './on-time.js';
 import { outboxOrdered, outboxUnordered } from './outbox.js';
 import { pinnedHorizon } from './pinned-horizon.js';
 import { process1x8, process2x4, processOtel } from './process.js';
@@ -34,4 +35,6 @@ export const WORKLOADS: readonly Workload[] = [
   retention,
   // only with --only pinned-horizon: about 8 minutes per system
   pinnedHorizon,
+  // only with --only <name>: issue 32, on time (sleep-lateness, scheduled-lateness, retry-lateness, idle-cost, limits-mix, limit-concurrency)
+  ...ON_TIME_WORKLOADS,
 ];
