@@ -111,6 +111,12 @@ export interface LeaseClaimResult<Row> {
    * for a ready-only claim.
    */
   readonly nextDueMs: number | null;
+  /**
+   * With `flows`: the ids of the claimed rows that run under a limit, or null for none. Each
+   * holds a slot of its limit, or has spent a start, from its claim: the worker starts them
+   * ahead of what it has buffered.
+   */
+  readonly limitedIds: readonly string[] | null;
 }
 
 export const REAP_ERROR = 'lease expired after max attempts (worker crash?)';
@@ -176,6 +182,7 @@ function claimResult<Row>(table: LeasedTable<Row>, rows: readonly Record<string,
   let promoted = 0;
   let readyFirst: string | null = null;
   let nextDueMs: number | null = null;
+  let limitedIds: readonly string[] | null = null;
   const json = table.claimJson;
   for (const raw of rows) {
     if (raw.claimed === true) {
@@ -188,11 +195,12 @@ function claimResult<Row>(table: LeasedTable<Row>, rows: readonly Record<string,
       waitMs = raw.wait_ms === null ? null : Math.max(0, Number(raw.wait_ms));
       promoted = raw.promoted === null ? 0 : Number(raw.promoted);
       nextDueMs = raw.next_due_ms === null ? null : Math.max(0, Number(raw.next_due_ms));
+      limitedIds = (raw.limited_ids as string[] | null) ?? null;
     }
   }
   // RETURNING has no order; the design article sorts by id
   claimed.sort(byId);
-  return { claimed, reaped, waitMs, promoted, readyFirst, nextDueMs };
+  return { claimed, reaped, waitMs, promoted, readyFirst, nextDueMs, limitedIds };
 }
 
 function byId(a: { readonly id: string }, b: { readonly id: string }): number {
@@ -411,13 +419,14 @@ function nextDueCte(shape: ClaimShape, v: ClaimValues, t: RawBuilder<unknown>, n
 // row: the limits' wait and promotions, and the look ahead (next_due)
 function rowsWholeSelect(table: LeasedTable<unknown>, flows: boolean): RawBuilder<unknown> {
   return sql`
-      SELECT true AS claimed, claimed.*, NULL::float8 AS wait_ms, NULL::bigint AS promoted, ${READY_FIRST} AS ready_first, NULL::float8 AS next_due_ms FROM claimed
+      SELECT true AS claimed, claimed.*, NULL::float8 AS wait_ms, NULL::bigint AS promoted, ${READY_FIRST} AS ready_first,
+             NULL::float8 AS next_due_ms, NULL::text[] AS limited_ids FROM claimed
       UNION ALL
-      SELECT false AS claimed, reaped.id, reaped.lease_version, ${nullColumns(table, false, flows)}, NULL, NULL, NULL, NULL FROM reaped
+      SELECT false AS claimed, reaped.id, reaped.lease_version, ${nullColumns(table, false, flows)}, NULL, NULL, NULL, NULL, NULL FROM reaped
       UNION ALL
       SELECT NULL AS claimed, ${nullColumns(table, true, flows)},
              ${flows ? sql`(SELECT ms FROM flow_wait)` : sql`NULL`}, ${flows ? sql`(SELECT count(*) FROM flow_promoted)` : sql`NULL`}, NULL,
-             (SELECT ms FROM next_due)`;
+             (SELECT ms FROM next_due), ${flows ? LIMITED_IDS : sql`NULL`}`;
 }
 
 /** What a JSON claim's `claimed` CTE returns: what the limits' bookkeeping reads, and the row as JSON (`j`). */
@@ -431,6 +440,9 @@ function jsonSelect(): RawBuilder<unknown> {
   return sql`SELECT true AS claimed, ${chunks.text} AS rows, ${READY_FIRST} AS ready_first FROM claimed GROUP BY ${chunks.groupBy}`;
 }
 
+/** What `LeaseClaimResult.limitedIds` reports (the claimed CTE returns `flow` with limits). */
+const LIMITED_IDS = sql`(SELECT array_agg(claimed.id::text) FROM claimed WHERE claimed.flow IS NOT NULL)`;
+
 /** What `LeaseClaimResult.readyFirst` reports, on each chunk (a row of priority 0 is taken whenever there is one). */
 const READY_FIRST = sql`(SELECT min(ready.id) FROM ready WHERE ready.priority = 0)`;
 
@@ -439,12 +451,14 @@ function jsonWholeSelect(flows: boolean): RawBuilder<unknown> {
   const chunks = jsonChunks();
   return sql`
       SELECT true AS claimed, ${chunks.text} AS rows, NULL::bigint AS id, NULL::bigint AS lease_version,
-             NULL::float8 AS wait_ms, NULL::bigint AS promoted, ${READY_FIRST} AS ready_first, NULL::float8 AS next_due_ms
+             NULL::float8 AS wait_ms, NULL::bigint AS promoted, ${READY_FIRST} AS ready_first, NULL::float8 AS next_due_ms,
+             NULL::text[] AS limited_ids
       FROM claimed GROUP BY ${chunks.groupBy}
       UNION ALL
-      SELECT false, NULL, reaped.id, reaped.lease_version, NULL, NULL, NULL, NULL FROM reaped
+      SELECT false, NULL, reaped.id, reaped.lease_version, NULL, NULL, NULL, NULL, NULL FROM reaped
       UNION ALL
-      SELECT NULL, NULL, NULL, NULL, ${flows ? sql`(SELECT ms FROM flow_wait), (SELECT count(*) FROM flow_promoted)` : sql`NULL, NULL`}, NULL, (SELECT ms FROM next_due)`;
+      SELECT NULL, NULL, NULL, NULL, ${flows ? sql`(SELECT ms FROM flow_wait), (SELECT count(*) FROM flow_promoted)` : sql`NULL, NULL`}, NULL,
+             (SELECT ms FROM next_due), ${flows ? LIMITED_IDS : sql`NULL`}`;
 }
 
 /**

@@ -91,73 +91,6 @@ export async function taskStepRecord(
   return rows.length === 1;
 }
 
-/**
- * Opens a sleep or wait step if it is not recorded yet, with its wake time (`at`, else `now() +
- * delayMs`, else none) fixed at its first run; returns whether that time has come. The caller
- * holds the task's fence lock.
- */
-export async function taskStepOpen(
-  executor: Executor,
-  table: LeasedTable<unknown>,
-  token: LeaseToken,
-  name: string,
-  wake: { readonly at: Date | null; readonly delayMs: number | null },
-  place: RecordPlace,
-): Promise<{ wakeAt: Date | null; due: boolean }> {
-  const s = stepTableRef(table);
-  await execute(
-    executor,
-    sql`
-      INSERT INTO ${s} (task_id, name, done, wake_at, lease_version, position, kind)
-      VALUES (${token.id}::bigint, ${name}::text, false,
-              coalesce(${wake.at}::timestamptz, now() + ${wake.delayMs}::float8 * interval '1 millisecond'),
-              ${token.leaseVersion}::bigint, ${place.position}::int, ${place.kind}::text)
-      ON CONFLICT (task_id, name) DO NOTHING
-    `,
-  );
-  const [row] = await execute<{ wake_at: Date | null; due: boolean | null }>(
-    executor,
-    sql`SELECT wake_at, wake_at <= now() AS due FROM ${s} WHERE task_id = ${token.id}::bigint AND name = ${name}::text`,
-  );
-  return { wakeAt: row?.wake_at ?? null, due: row?.due === true };
-}
-
-/**
- * Parks the task: `waiting` for `waitFor` until `wakeAt` (`scheduled`, so the claim wakes it
- * then) or, when null, until an event wakes it; lease cleared, the claim's attempt given back.
- * The caller holds the task's fence lock; false when the fence refused.
- */
-export async function taskPark(
-  executor: Executor,
-  table: LeasedTable<unknown>,
-  token: LeaseToken,
-  waitFor: string,
-  wakeAt: Date | null,
-): Promise<boolean> {
-  const rows = await execute<{ id: string }>(
-    executor,
-    sql`
-      UPDATE ${tableRef(table)} AS t
-      SET status = 'waiting', wait_for = ${waitFor}::text,
-          available_at = coalesce(${wakeAt}::timestamptz, now()),
-          scheduled = ${wakeAt}::timestamptz IS NOT NULL, attempts = t.attempts - 1, lease_owner = NULL, lease_until = NULL
-      WHERE ${fence('t', token.id, token.leaseVersion)}
-      RETURNING t.id
-    `,
-  );
-  return rows.length === 1;
-}
-
-/** Whether any child of the task is unfinished (pending, processing or waiting). */
-export async function taskHasOpenChildren(executor: Executor, table: LeasedTable<unknown>, taskId: string): Promise<boolean> {
-  const [row] = await execute<{ open: boolean }>(
-    executor,
-    sql`SELECT EXISTS (SELECT 1 FROM ${tableRef(table)}
-                       WHERE parent_id = ${taskId}::bigint AND status IN ('pending', 'processing', 'waiting')) AS open`,
-  );
-  return row?.open === true;
-}
-
 /** A task as a parent reads its children. */
 export interface ChildRow {
   readonly id: string;
@@ -182,29 +115,6 @@ export async function taskChildrenRead(executor: Executor, table: LeasedTable<un
       { id: String(r.id), name: r.name, status: r.status, parentId: r.parent_id === null ? null : String(r.parent_id), result: r.nothing ? undefined : r.result, lastError: r.last_error, resolution: r.resolution },
     ]),
   );
-}
-
-/**
- * Takes the oldest signal of `name` not yet taken (locking it, and marking it taken when this
- * transaction commits), or undefined. The caller holds the task's fence lock.
- */
-export async function taskSignalTake(
-  executor: Executor,
-  table: LeasedTable<unknown>,
-  taskId: string,
-  name: string,
-): Promise<{ payload: unknown } | undefined> {
-  const [row] = await execute<{ payload: unknown; nothing: boolean }>(
-    executor,
-    sql`
-      UPDATE ${signalTableRef(table)} AS g SET consumed_at = now()
-      WHERE g.id = (SELECT o.id FROM ${signalTableRef(table)} AS o
-                    WHERE o.task_id = ${taskId}::bigint AND o.name = ${name}::text AND o.consumed_at IS NULL
-                    ORDER BY o.id LIMIT 1 FOR UPDATE)
-      RETURNING g.payload, g.payload IS NULL AS nothing
-    `,
-  );
-  return row === undefined ? undefined : { payload: row.nothing ? undefined : row.payload };
 }
 
 /** One finished step for {@link taskStepRecordMany}. */

@@ -159,9 +159,12 @@ export class TaskRunner<Row> implements HeldBy<Row> {
   }
 
   /** Takes charge of claimed tasks: runs them now while slots are free, and buffers the rest. */
-  acceptAll(tasks: readonly Claimed<Row>[]): void {
+  acceptAll(tasks: readonly Claimed<Row>[], firstIds?: readonly string[] | null): void {
     const { options, emitter } = this.#p;
     const claimedListened = listened(emitter, 'task:claimed');
+    // rows under a limit hold its slot or a spent start from their claim: they go ahead of the buffer
+    const first = firstIds === undefined || firstIds === null || firstIds.length === 0 ? undefined : new Set(firstIds);
+    const ahead: Held<Row>[] = [];
     for (const task of tasks) {
       const h = new Held(this, task, options.settingsFor(task));
       this.#held.add(h);
@@ -170,8 +173,10 @@ export class TaskRunner<Row> implements HeldBy<Row> {
       if (!this.#p.running()) {
         h.abort(new ShutdownError());
         this.#begin(h);
-      } else this.#buffer.push(h);
+      } else if (first?.has(task.id)) ahead.push(h);
+      else this.#buffer.push(h);
     }
+    if (ahead.length > 0) this.#buffer.splice(this.#next, 0, ...ahead);
     this.#pump();
   }
 

@@ -16,18 +16,8 @@ import type { LeasedTable, TaskRow } from '../leased-table.js';
 import { leaseReadState } from '../sql/lease-read-state.js';
 import type { Claimed } from '../sql/lease-row.js';
 import { taskInsertMany } from '../sql/task-insert-many.js';
-import {
-  taskChildrenRead,
-  taskFenceLock,
-  taskHasOpenChildren,
-  taskPark,
-  taskPatchRecord,
-  taskSignalTake,
-  taskStepOpen,
-  taskStepRecord,
-  taskStepsRead,
-  type RecordedStep,
-} from '../sql/task-steps.js';
+import type { ParkResult } from '../sql/task-park-many.js';
+import { taskChildrenRead, taskFenceLock, taskPatchRecord, taskStepRecord, taskStepsRead, type ChildRow, type RecordedStep } from '../sql/task-steps.js';
 import { withTransaction, type PgPoolLike, type TransactionHandle, type TransactionSource } from '../sql/transaction.js';
 import type { TaskDefinition } from '../task/define-task.js';
 import type { EnqueueItem } from '../task/enqueue.js';
@@ -36,6 +26,7 @@ import { withSpan, type SpanOptions } from '../telemetry/with-span.js';
 import { runnerControl, type HandlerContext } from '../worker/handler-context.js';
 import { checkSignal, type SignalDefinition } from './define-signal.js';
 import { recordedJson } from './json-value.js';
+import { ParkRecorder } from './park-recorder.js';
 import { StepRecorder } from './step-recorder.js';
 import type { TaskRef } from './task-ref.js';
 
@@ -50,7 +41,10 @@ export interface WaitForSignalOptions {
   step?: string;
 }
 
-type Outcome<T> = { readonly kind: 'continue'; readonly value: T } | { readonly kind: 'parked'; readonly waitFor: string } | { readonly kind: 'lost' };
+type Outcome<T> =
+  | { readonly kind: 'continue'; readonly value: T }
+  | { readonly kind: 'parked'; readonly waitFor: string; readonly dueInMs: number | null }
+  | { readonly kind: 'lost' };
 
 /**
  * One run of a task's handler as a workflow: the steps it recorded before (read once, on the
@@ -79,6 +73,8 @@ export class WorkflowRun {
   /** Recording calls under way; a call made while another is under way makes the run concurrent. */
   #inFlight = 0;
   #concurrent = false;
+  /** The children this run spawned (not replayed): its own, and unlikely to have ended yet. */
+  readonly #spawned = new Set<string>();
 
   constructor(pool: PgPoolLike, table: LeasedTable<TaskRow>, task: Claimed<TaskRow>, ctx: HandlerContext, version = 1) {
     this.#pool = pool;
@@ -145,14 +141,9 @@ export class WorkflowRun {
     try {
       if ((await this.#replay(call))?.done) return;
       this.#live();
-      const outcome = await this.#fenced<void>(async (trx) => {
-        const { wakeAt, due } = await taskStepOpen(trx, this.#table, this.#task, step, wake, call);
-        if (due) {
-          await taskStepRecord(trx, this.#table, this.#task, step, null, call);
-          return { kind: 'continue', value: undefined };
-        }
-        return this.#park(trx, 'sleep', wakeAt);
-      });
+      const task = this.#task;
+      const parked = await ParkRecorder.of(this.#pool, this.#table).park({ kind: 'sleep', taskId: task.id, leaseVersion: task.leaseVersion, name: step, position: call.position, ...wake });
+      const outcome: Outcome<void> = parked.kind === 'continue' ? { kind: 'continue', value: undefined } : this.#parkOutcome(parked, 'sleep');
       return await this.#settle(outcome, `sleep "${step}"`);
     } finally {
       this.#inFlight--;
@@ -187,6 +178,7 @@ export class WorkflowRun {
         return { kind: 'continue', value: ids };
       });
       const ids = await this.#settle(outcome, `spawn "${step}"`);
+      for (const id of ids) this.#spawned.add(id);
       return ids.map((id) => ({ id }));
     } finally {
       this.#inFlight--;
@@ -199,22 +191,16 @@ export class WorkflowRun {
       if (typeof c?.id !== 'string') throw new ConfigError(`children[${i}]`, 'Expected a handle ctx.spawn returned');
       return c.id;
     });
-    let rows = await taskChildrenRead(this.#pool, this.#table, ids);
-    for (const id of ids) {
-      const row = rows.get(id);
-      if (row !== undefined && row.parentId !== this.#task.id) {
-        throw new ConfigError('children', `Task ${id} is not a child of task ${this.#task.id}: only children spawned by this task can be waited for`);
-      }
-    }
-    if ([...rows.values()].some((r) => OPEN.has(r.status))) {
+    // children this run spawned just now have not ended yet, or hardly: park first, read after
+    let rows = ids.length > 0 && ids.every((id) => this.#spawned.has(id)) ? undefined : await this.#children(ids);
+    if (rows === undefined || [...rows.values()].some((r) => OPEN.has(r.status))) {
       this.#live();
-      const outcome = await this.#fenced<void>(async (trx) => {
-        // under the lock: a child ending now waits for this transaction, then sees the park
-        if (!(await taskHasOpenChildren(trx, this.#table, this.#task.id))) return { kind: 'continue', value: undefined };
-        return this.#park(trx, 'children', null);
-      });
+      const task = this.#task;
+      // under the lock: a child ending now waits for this write, then sees the park
+      const parked = await ParkRecorder.of(this.#pool, this.#table).park({ kind: 'children', taskId: task.id, leaseVersion: task.leaseVersion });
+      const outcome: Outcome<void> = parked.kind === 'continue' ? { kind: 'continue', value: undefined } : this.#parkOutcome(parked, 'children');
       await this.#settle(outcome, 'waiting for children');
-      rows = await taskChildrenRead(this.#pool, this.#table, ids);
+      rows = await this.#children(ids);
     }
     const failures: ChildFailure[] = [];
     const results = ids.map((id) => {
@@ -232,6 +218,18 @@ export class WorkflowRun {
     return results as R[];
   }
 
+  /** The given tasks as their parent reads them; a `ConfigError` when one is not this task's child. */
+  async #children(ids: readonly string[]): Promise<Map<string, ChildRow>> {
+    const rows = await taskChildrenRead(this.#pool, this.#table, ids);
+    for (const id of ids) {
+      const row = rows.get(id);
+      if (row !== undefined && row.parentId !== this.#task.id) {
+        throw new ConfigError('children', `Task ${id} is not a child of task ${this.#task.id}: only children spawned by this task can be waited for`);
+      }
+    }
+    return rows;
+  }
+
   async waitForSignal<S>(signal: SignalDefinition<S>, options: WaitForSignalOptions = {}): Promise<SignalResult<S>> {
     const { name: signalName } = checkSignal(signal, 'signal');
     const step = this.#claim(options.step ?? `signal:${signalName}`, 'step');
@@ -241,15 +239,14 @@ export class WorkflowRun {
       const recorded = await this.#replay(call);
       if (recorded?.done) return recorded.result as SignalResult<S>;
       this.#live();
-      const outcome = await this.#fenced<SignalResult<S>>(async (trx) => {
-        const { wakeAt, due } = await taskStepOpen(trx, this.#table, this.#task, step, { at: null, delayMs: timeoutMs }, call);
-        const taken = await taskSignalTake(trx, this.#table, this.#task.id, signalName);
-        const result: SignalResult<S> | undefined =
-          taken !== undefined ? { timedOut: false, payload: taken.payload as S } : due ? { timedOut: true } : undefined;
-        if (result === undefined) return this.#park(trx, `signal:${signalName}`, wakeAt);
-        await taskStepRecord(trx, this.#table, this.#task, step, JSON.stringify(result), call);
-        return { kind: 'continue', value: result };
+      const task = this.#task;
+      const parked = await ParkRecorder.of(this.#pool, this.#table).park({
+        kind: 'signal', taskId: task.id, leaseVersion: task.leaseVersion, name: step, position: call.position, signal: signalName, delayMs: timeoutMs,
       });
+      const outcome: Outcome<SignalResult<S>> =
+        parked.kind !== 'continue'
+          ? this.#parkOutcome(parked, `signal:${signalName}`)
+          : { kind: 'continue', value: parked.taken ? { timedOut: false, payload: parked.payload as S } : { timedOut: true } };
       return await this.#settle(outcome, `waiting for signal "${signalName}"`);
     } finally {
       this.#inFlight--;
@@ -374,15 +371,16 @@ export class WorkflowRun {
     });
   }
 
-  async #park(trx: TransactionHandle, waitFor: string, wakeAt: Date | null): Promise<Outcome<never>> {
-    return (await taskPark(trx, this.#table, this.#task, waitFor, wakeAt)) ? { kind: 'parked', waitFor } : { kind: 'lost' };
+  /** A wait that did not end now: parked (due in how many ms, when it has a wake time), or refused. */
+  #parkOutcome(result: Exclude<ParkResult, { kind: 'continue' }>, waitFor: string): Outcome<never> {
+    return result.kind === 'parked' ? { kind: 'parked', waitFor, dueInMs: result.dueInMs } : { kind: 'lost' };
   }
 
   async #settle<T>(outcome: Outcome<T>, what: string): Promise<T> {
     if (outcome.kind === 'continue') return outcome.value;
     if (outcome.kind === 'lost') throw await this.#refused(what);
     const suspended = new SuspendedError(outcome.waitFor);
-    runnerControl(this.#ctx)?.suspended(suspended);
+    runnerControl(this.#ctx)?.suspended(suspended, outcome.dueInMs ?? undefined);
     throw suspended;
   }
 

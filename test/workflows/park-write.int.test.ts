@@ -1,0 +1,292 @@
+// A sleep, a signal wait and a children wait record and park in one round trip (issue 32): the
+// lock at the task's token and the check-and-park in one message, two statements of one
+// transaction. What must hold as before: the fence refuses a stale run's park, a signal or a
+// child's end that commits while the park waits for the task's lock is seen (never parked past),
+// and the worker learns by the database's clock when a parked run is due. Runs are driven
+// through WorkflowRun with a claimed token, so the statements counted are the run's own.
+import pg from 'pg';
+import { sql } from 'kysely';
+import { describe, expect, it } from 'vitest';
+import { cancelTask, createWorker, defineSignal, defineTask, enqueue, enqueueMany, sendSignal, SuspendedError, taskTable, type TaskContext } from '@leasehold/core';
+import { leaseClaim } from '@leasehold/core/internal';
+import { RUNNER_CONTROL, type HandlerContext } from '../../packages/core/src/worker/handler-context.js';
+import { WorkflowRun } from '../../packages/core/src/workflow/workflow-run.js';
+import { readTask, useTestDatabase } from '../fixtures.js';
+import { useWorkers } from '../workers.js';
+
+const t = useTestDatabase();
+const track = useWorkers();
+const table = taskTable();
+
+const approved = defineSignal<{ by: string }>('approved');
+const flow = defineTask('park-write-flow', { handler: () => undefined });
+const kid = defineTask('park-write-kid', { handler: (p: { n: number }) => p.n });
+
+/** Every query text the pool's clients send, one entry per round trip. */
+function countingPool(options: pg.PoolConfig = {}): { pool: pg.Pool; sent: string[] } {
+  const sent: string[] = [];
+  const pool = new pg.Pool({ connectionString: t.url, max: 4, ...options });
+  pool.on('connect', (client) => {
+    const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+    (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+      const first = args[0];
+      sent.push(typeof first === 'string' ? first : ((first as { text?: string } | null)?.text ?? ''));
+      return query(...args);
+    };
+  });
+  return { pool, sent };
+}
+
+/** A run of a freshly claimed task, with a context that records what the run tells the runner. */
+async function claimedRun(pool: pg.Pool, def = flow) {
+  const handle = await enqueue(t.pool, def, {} as never);
+  const { claimed } = await leaseClaim(t.pool, table, { owner: 'park-write', batch: 1, leaseMs: 60_000, names: [def.name] });
+  const task = claimed.find((c) => c.id === handle.id);
+  if (task === undefined) throw new Error('the task was not claimed');
+  const told: { suspended: { reason: Error; dueInMs: number | undefined }[] } = { suspended: [] };
+  const ctx = {
+    signal: new AbortController().signal,
+    extendLease: async () => undefined,
+    onCommit: () => undefined,
+    [RUNNER_CONTROL]: {
+      suspended: (reason: Error, dueInMs?: number) => void told.suspended.push({ reason, dueInMs }),
+      failed: () => undefined,
+      onReturn: () => undefined,
+    },
+  } as unknown as HandlerContext;
+  return { id: handle.id, task, told, run: new WorkflowRun(pool, table, task, ctx) };
+}
+
+const waitFor = async (id: string) =>
+  (await sql<{ status: string; wait_for: string | null }>`SELECT status, wait_for FROM leasehold.task WHERE id = ${id}`.execute(t.db)).rows[0];
+
+const stepRow = async (id: string, name: string) =>
+  (await sql<{ done: boolean; wake_at: Date | null; result: unknown }>`SELECT done, wake_at, result FROM leasehold.task_step WHERE task_id = ${id} AND name = ${name}`.execute(t.db)).rows[0];
+
+/** Resolves once some session of the test database waits for a row lock held by another. */
+async function parkWaitsForLock(): Promise<void> {
+  await expect
+    .poll(async () => {
+      const { rows } = await t.pool.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM pg_stat_activity
+         WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%FOR NO KEY UPDATE%'`,
+      );
+      return rows[0]!.n;
+    }, { timeout: 10_000, interval: 10 })
+    .toBe(1);
+}
+
+describe('a wait records and parks in one round trip', () => {
+  it('a sleep: one message after the run read its steps, no transaction of its own; due in by the database clock', async () => {
+    const { pool, sent } = countingPool();
+    try {
+      const { id, told, run } = await claimedRun(pool);
+      await expect(run.sleep('nap', '10s')).rejects.toBeInstanceOf(SuspendedError);
+      expect(sent).toHaveLength(2); // the run's steps, read once; the park
+      expect(sent[0]).toMatch(/^SELECT name, done, result/);
+      expect(sent.some((q) => /^\s*(BEGIN|COMMIT)/.test(q))).toBe(false);
+      expect(await readTask(t.db, id)).toMatchObject({ status: 'waiting', leaseOwner: null, attempts: 0 });
+      expect(await stepRow(id, 'nap')).toMatchObject({ done: false });
+      expect(told.suspended).toHaveLength(1);
+      const due = told.suspended[0]!.dueInMs!;
+      expect(due).toBeGreaterThan(9_000);
+      expect(due).toBeLessThanOrEqual(10_000);
+    } finally {
+      await pool.end();
+    }
+  });
+
+  it('a signal wait with a timeout, one without, and a wait for children just spawned: one message each', async () => {
+    const { pool, sent } = countingPool();
+    try {
+      const timed = await claimedRun(pool);
+      sent.length = 0;
+      await expect(timed.run.waitForSignal(approved, { timeout: '1h' })).rejects.toBeInstanceOf(SuspendedError);
+      expect(sent).toHaveLength(2);
+      expect(await readTask(t.db, timed.id)).toMatchObject({ status: 'waiting' });
+      expect(timed.told.suspended[0]!.dueInMs).toBeGreaterThan(3_500_000);
+
+      const open = await claimedRun(pool);
+      sent.length = 0;
+      await expect(open.run.waitForSignal(approved)).rejects.toBeInstanceOf(SuspendedError);
+      expect(sent).toHaveLength(2);
+      expect(open.told.suspended[0]!.dueInMs).toBeUndefined();
+
+      const parent = await claimedRun(pool);
+      const kids = await parent.run.spawn('kids', kid, [{ payload: { n: 1 } }, { payload: { n: 2 } }]);
+      sent.length = 0;
+      await expect(parent.run.waitForChildren(kids)).rejects.toBeInstanceOf(SuspendedError);
+      // no read of the children it just spawned: they are open
+      expect(sent).toHaveLength(1);
+      expect(await readTask(t.db, parent.id)).toMatchObject({ status: 'waiting' });
+      expect(parent.told.suspended[0]!.dueInMs).toBeUndefined();
+    } finally {
+      await pool.end();
+    }
+  });
+
+  it('a wait that is over records its step done and goes on, in the same one message', async () => {
+    const { pool, sent } = countingPool();
+    try {
+      const { id, told, run } = await claimedRun(pool);
+      await sendSignalNow(id, { by: 'ann' });
+      await expect(run.sleep('past', new Date(Date.now() - 1_000))).resolves.toBeUndefined();
+      expect(await run.waitForSignal(approved, { timeout: '1h' })).toEqual({ timedOut: false, payload: { by: 'ann' } });
+      expect(await run.waitForSignal(approved, { step: 'again', timeout: 0 })).toEqual({ timedOut: true });
+      expect(sent).toHaveLength(4); // the steps read, then one message per wait
+      expect(told.suspended).toEqual([]);
+      expect(await readTask(t.db, id)).toMatchObject({ status: 'processing' });
+      expect(await stepRow(id, 'past')).toMatchObject({ done: true });
+      expect(await stepRow(id, 'signal:approved')).toMatchObject({ done: true, result: { timedOut: false, payload: { by: 'ann' } } });
+      expect(await stepRow(id, 'again')).toMatchObject({ done: true, result: { timedOut: true } });
+    } finally {
+      await pool.end();
+    }
+  });
+
+  it('names with quotes, backslashes and control characters survive, with standard_conforming_strings off', async () => {
+    const { pool } = countingPool({ options: '-c standard_conforming_strings=off' });
+    const odd = `it's a "nap" \\ back\\slash \\' \u0001 line\nbreak 漢字 😀`;
+    const signal = defineSignal<string>(`sig '\\' ${odd}`);
+    try {
+      const { id, run } = await claimedRun(pool);
+      await expect(run.sleep(odd, '1h')).rejects.toBeInstanceOf(SuspendedError);
+      expect(await stepRow(id, odd)).toMatchObject({ done: false });
+      const other = await claimedRun(pool);
+      await expect(other.run.waitForSignal(signal)).rejects.toBeInstanceOf(SuspendedError);
+      expect(await waitFor(other.id)).toEqual({ status: 'waiting', wait_for: `signal:${signal.name}` });
+    } finally {
+      await pool.end();
+    }
+  });
+});
+
+describe('the park is fenced', () => {
+  it("a run whose lease moved on parks nothing and writes no step; a cancelled run's park reports the cancel", async () => {
+    const { pool } = countingPool();
+    try {
+      const stale = await claimedRun(pool);
+      await t.pool.query(`UPDATE leasehold.task SET lease_version = lease_version + 1 WHERE id = $1`, [stale.id]);
+      await expect(stale.run.sleep('nap', '1h')).rejects.toMatchObject({ code: 'LEASE_LOST' });
+      await expect(stale.run.waitForSignal(approved, { timeout: '1h' })).rejects.toMatchObject({ code: 'LEASE_LOST' });
+      expect(await readTask(t.db, stale.id)).toMatchObject({ status: 'processing', attempts: 1 });
+      expect(await stepRow(stale.id, 'nap')).toBeUndefined();
+      expect(stale.told.suspended).toEqual([]);
+
+      const cancelled = await claimedRun(pool);
+      await cancelTask(t.pool, cancelled.id);
+      await expect(cancelled.run.sleep('nap', '1h')).rejects.toMatchObject({ code: 'CANCELLED' });
+      expect(await readTask(t.db, cancelled.id)).toMatchObject({ status: 'cancelled' });
+      expect(await stepRow(cancelled.id, 'nap')).toBeUndefined();
+    } finally {
+      await pool.end();
+    }
+  });
+
+  it('two waits of one run made together: one parks, the other finds it parked', async () => {
+    const { pool } = countingPool();
+    try {
+      const { id, told, run } = await claimedRun(pool);
+      const [a, b] = await Promise.allSettled([run.sleep('a', '1h'), run.waitForSignal(approved, { timeout: '1h' })]);
+      const reasons = [a, b].map((r) => (r.status === 'rejected' ? (r.reason as { code?: string }).code : 'resolved'));
+      expect(reasons.sort()).toEqual(['LEASE_LOST', 'SUSPENDED']);
+      expect(told.suspended).toHaveLength(1);
+      expect(await readTask(t.db, id)).toMatchObject({ status: 'waiting' });
+      const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM leasehold.task_step WHERE task_id = ${id}`.execute(t.db);
+      expect(rows[0]!.n).toBe(1);
+    } finally {
+      await pool.end();
+    }
+  });
+});
+
+describe('a park and what would end its wait, at the same time', () => {
+  it('a signal committed while the park waits for the task lock is taken, not parked past', async () => {
+    const { pool } = countingPool();
+    const sender = await t.client();
+    try {
+      const { id, told, run } = await claimedRun(pool);
+      // sendSignal locks the task row first (as it does), stores the signal, finds it processing
+      await sender.query('BEGIN');
+      await sender.query(`SELECT 1 FROM leasehold.task WHERE id = $1 FOR NO KEY UPDATE`, [id]);
+      await sender.query(`INSERT INTO leasehold.task_signal (task_id, name, payload) VALUES ($1, 'approved', '{"by":"bob"}')`, [id]);
+      const waited = run.waitForSignal(approved);
+      await parkWaitsForLock();
+      await sender.query('COMMIT');
+      expect(await waited).toEqual({ timedOut: false, payload: { by: 'bob' } });
+      expect(told.suspended).toEqual([]);
+      expect(await readTask(t.db, id)).toMatchObject({ status: 'processing' });
+    } finally {
+      await sender.query('ROLLBACK').catch(() => undefined);
+      await pool.end();
+    }
+  });
+
+  it("a last child's end committed while the park waits for the parent's lock lets the parent go on", async () => {
+    const { pool } = countingPool();
+    const finisher = await t.client();
+    try {
+      const { id, told, run } = await claimedRun(pool);
+      const kids = await run.spawn('kids', kid, [{ payload: { n: 7 } }]);
+      // a finalize of the child: its end's trigger locks the parent, finds it processing
+      await finisher.query('BEGIN');
+      await finisher.query(`UPDATE leasehold.task SET status = 'done', result = '7' WHERE id = $1`, [kids[0]!.id]);
+      const waited = run.waitForChildren(kids);
+      await parkWaitsForLock();
+      await finisher.query('COMMIT');
+      expect(await waited).toEqual([7]);
+      expect(told.suspended).toEqual([]);
+      expect(await readTask(t.db, id)).toMatchObject({ status: 'processing' });
+    } finally {
+      await finisher.query('ROLLBACK').catch(() => undefined);
+      await pool.end();
+    }
+  });
+
+  it('a signal sent after the park wakes the task', async () => {
+    const { pool } = countingPool();
+    try {
+      const { id, run } = await claimedRun(pool);
+      await expect(run.waitForSignal(approved)).rejects.toBeInstanceOf(SuspendedError);
+      await sendSignalNow(id, { by: 'cy' });
+      expect(await waitFor(id)).toEqual({ status: 'pending', wait_for: null });
+    } finally {
+      await pool.end();
+    }
+  });
+});
+
+describe('on a worker', () => {
+  it('100 sleeping runs: no transaction of their own, at most one park message per run, every run parked with its sleep open', async () => {
+    const RUNS = 100;
+    const napper = defineTask('park-write-napper', { handler: async (_p: { i: number }, ctx: TaskContext) => ctx.sleep('nap', '1h') });
+    await enqueueMany(t.pool, napper, Array.from({ length: RUNS }, (_, i) => ({ payload: { i } })));
+    const { pool, sent } = countingPool({ max: 10 });
+    try {
+      const worker = track(createWorker({ pool, tasks: [napper], concurrency: 8, pollInterval: 20 }));
+      let parked = 0;
+      const all = new Promise<void>((resolve) => worker.on('task:suspended', () => void (++parked === RUNS && resolve())));
+      await worker.start();
+      await all;
+      await worker.stop();
+    } finally {
+      await pool.end();
+    }
+    const count = (re: RegExp) => sent.filter((q) => re.test(q)).length;
+    expect(count(/^\s*BEGIN/)).toBe(0);
+    expect(count(/^SELECT name, done, result/)).toBe(RUNS);
+    const parks = count(/jsonb_to_recordset/);
+    expect(parks).toBeGreaterThan(0);
+    expect(parks).toBeLessThanOrEqual(RUNS);
+    const { rows } = await sql<{ waiting: number; open: number }>`
+      SELECT (SELECT count(*)::int FROM leasehold.task WHERE name = ${napper.name} AND status = 'waiting') AS waiting,
+             (SELECT count(*)::int FROM leasehold.task_step AS s JOIN leasehold.task AS t ON t.id = s.task_id
+              WHERE t.name = ${napper.name} AND s.name = 'nap' AND NOT s.done AND s.wake_at > now()) AS open
+    `.execute(t.db);
+    expect(rows[0]).toEqual({ waiting: RUNS, open: RUNS });
+  });
+});
+
+async function sendSignalNow(id: string, payload: { by: string }): Promise<void> {
+  await sendSignal(t.pool, id, approved, payload);
+}
