@@ -7,8 +7,9 @@
 // It speaks the runner's consumer protocol ('ready', 'go' → 'started', 'stats', 'reset-stats',
 // 'stop'; like bench/lib/child-serve.ts, but with no timer of its own unless `reportCounts`, so
 // an idle worker's CPU is the worker's) and sends { type: 'start', i, t, kind } for every measured
-// handler start (t: wall-clock ms, this process's clock) and { type: 'end', … } when an unlimited
-// task's handler ends. Before 'ready' it measures the offset between the database's clock and its
+// handler start (t: wall-clock ms, this process's clock), { type: 'end', … } when an unlimited
+// task's handler ends, and { type: 'claimed', … } with a limited task's claim time (the database's
+// clock, from the lease the claim set). Before 'ready' it measures the offset between the database's clock and its
 // own (clock_timestamp() against the midpoint of the round trip, best of 7), reported by 'stats'.
 // With `countStatements` every statement sent on any of its connections is counted, the LISTEN
 // connection's included: the pool builds its clients, and the listener its own, from a pg.Client
@@ -90,6 +91,15 @@ async function worker(): Promise<void> {
     },
     end: (i, t, kind) => {
       if (options.reportStarts) process.send!({ type: 'end', i, t, kind });
+    },
+    // the claim's now(), from the lease it set (lease_until = now() + lease); read before any heartbeat
+    claimed: async (i, id, leaseMs) => {
+      if (!options.reportStarts) return;
+      const { rows } = await pool.query<{ t: number }>(
+        `SELECT extract(epoch FROM lease_until)::float8 * 1000 - $2::float8 AS t FROM ${options.schema}.task WHERE id = $1::bigint`,
+        [id, leaseMs],
+      );
+      process.send!({ type: 'claimed', i, t: Number(rows[0]!.t), kind: 'L' });
     },
   });
   let failures = 0;

@@ -13,6 +13,9 @@ export const ON_TIME = {
   plain: 'on-time-plain',
 } as const;
 
+/** The rate limit of limits-mix. */
+export const LIMIT_NAME = 'on-time-rate';
+
 /** The name of the sleep in the workflow, and of the database step right after it. */
 export const SLEEP_STEP = 'nap';
 export const AFTER_STEP = 'after';
@@ -37,14 +40,19 @@ export interface OnTimeSettings {
 export interface OnTimeHooks {
   readonly start: (i: number, t: number, kind: string) => void;
   readonly end?: (i: number, t: number, kind: string) => void;
+  /** A limited task's claim time on the database's clock (ms), read from its lease in the handler. */
+  readonly claimed?: (i: number, taskId: string, leaseMs: number) => Promise<void>;
 }
+
+/** The limited tasks' lease (the library's default, given so the claim time can be read back). */
+export const LIMITED_LEASE_MS = 60_000;
 
 const none: OnTimeHooks = { start: () => {} };
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /** Every task type of the on-time workloads; the runner calls it without hooks. */
 export function onTimeTasks(s: OnTimeSettings, hooks: OnTimeHooks = none) {
-  const rateLimit = defineLimit('on-time-rate', { rate: { limit: s.rate ?? 50, period: '1s' } });
+  const rateLimit = defineLimit(LIMIT_NAME, { rate: { limit: s.rate ?? 50, period: '1s' } });
   const concLimit = defineLimit('on-time-concurrency', { concurrency: s.concurrency ?? 1000 });
   return {
     /** A workflow: sleep, then one database step that reads the database's clock. */
@@ -70,8 +78,15 @@ export function onTimeTasks(s: OnTimeSettings, hooks: OnTimeHooks = none) {
         hooks.start(i, t, 'retry');
       },
     }),
-    /** Under a rate limit; does nothing. */
-    limited: defineTask<{ i: number }>(ON_TIME.limited, { limit: rateLimit, handler: ({ i }) => hooks.start(i, wallNow(), 'L') }),
+    /** Under a rate limit; does nothing but report when it started and when it was claimed. */
+    limited: defineTask<{ i: number }>(ON_TIME.limited, {
+      limit: rateLimit,
+      lease: LIMITED_LEASE_MS,
+      handler: async ({ i }, ctx) => {
+        hooks.start(i, wallNow(), 'L');
+        await hooks.claimed?.(i, ctx.task.id, LIMITED_LEASE_MS);
+      },
+    }),
     /** Unlimited work: the handler takes workMs. */
     free: defineTask<{ i: number }>(ON_TIME.free, {
       handler: async ({ i }) => {

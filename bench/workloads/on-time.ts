@@ -21,7 +21,7 @@ import { fmt, percentile } from '../lib/stats.js';
 import type { BenchContext, Metric, RoundResult, Workload } from '../lib/workload.js';
 import { childOptions, freshSchema, sleep, unfinished } from './common.js';
 import type { OnTimeChildOptions } from './on-time-child.js';
-import { AFTER_STEP, ON_TIME, onTimeTasks, SLEEP_STEP, wallNow, type OnTimeKind, type OnTimeSettings } from './on-time-tasks.js';
+import { AFTER_STEP, LIMIT_NAME, ON_TIME, onTimeTasks, SLEEP_STEP, wallNow, type OnTimeKind, type OnTimeSettings } from './on-time-tasks.js';
 
 const SCRIPT = fileURLToPath(new URL('./on-time-child.ts', import.meta.url));
 
@@ -77,6 +77,7 @@ class Workers {
   readonly children: Child[] = [];
   readonly starts: Event[] = [];
   readonly ends: Event[] = [];
+  readonly claims: Event[] = [];
   readonly #counts: number[] = [];
 
   constructor(ctx: BenchContext, n: number, options: Omit<OnTimeChildOptions, 'url' | 'schema'>) {
@@ -85,6 +86,7 @@ class Workers {
       const child = new Child('worker', { ...childOptions(ctx), ...options }, SCRIPT)
         .on('start', (m) => void this.starts.push({ i: Number(m.i), t: Number(m.t), kind: String(m.kind), child: k }))
         .on('end', (m) => void this.ends.push({ i: Number(m.i), t: Number(m.t), kind: String(m.kind), child: k }))
+        .on('claimed', (m) => void this.claims.push({ i: Number(m.i), t: Number(m.t), kind: String(m.kind), child: k }))
         .on('count', (m) => void (this.#counts[k] = Number(m.n)));
       this.children.push(child);
     }
@@ -434,10 +436,42 @@ interface MixPhase {
   readonly limitedAfter: number;
   readonly rateAfter: number;
   readonly maxPerSecond: number;
+  /** The same by the claims' now() (the database's clock, from each task's lease). */
+  readonly maxPerSecondClaimed: number;
+  /** The same by the limit's own stamps (task_limit.start_at), and how many stamps were seen. */
+  readonly maxPerSecondStamped: number;
+  readonly stamps: number;
   readonly firstLimitedMs: number;
   readonly complete: boolean;
   /** Limited starts in each whole second from "go". */
   readonly perSecond: number[];
+}
+
+/**
+ * Collects the limit's own start stamps (task_limit.start_at, epoch ms by the database's clock,
+ * taken after the claim's lock) by reading them every 200 ms: each stays listed for the rate's
+ * period (1 s), so every start is seen; one claim's starts share a stamp, so a stamp counts as
+ * often as the most times one reading listed it.
+ */
+function sampleLimitStarts(ctx: BenchContext, limit: string): { stop: () => Promise<number[]> } {
+  const seen = new Map<number, number>();
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      const r = await ctx.admin.query<{ start_at: number[] }>(`SELECT start_at FROM ${BENCH_SCHEMA}.task_limit WHERE name = $1`, [limit]);
+      const counts = new Map<number, number>();
+      for (const t of r.rows[0]?.start_at ?? []) counts.set(Number(t), (counts.get(Number(t)) ?? 0) + 1);
+      for (const [t, n] of counts) seen.set(t, Math.max(n, seen.get(t) ?? 0));
+      await sleep(200);
+    }
+  })();
+  return {
+    stop: async () => {
+      running = false;
+      await loop;
+      return [...seen].flatMap(([t, n]) => Array.from({ length: n }, () => t)).sort((a, b) => a - b);
+    },
+  };
 }
 
 /** Most of `times` (sorted) inside any window of `windowMs`. */
@@ -467,16 +501,21 @@ async function mixPhase(ctx: BenchContext, limited: number): Promise<MixPhase> {
   const w = await startWorkers(ctx, 3, ['limited', 'free'], settings);
   try {
     const tGo = await w.go();
+    const sampler = sampleLimitStarts(ctx, LIMIT_NAME);
     const freeDone = await w.until(() => w.ends.length >= free, tGo + 120_000);
     const finish = Math.max(...w.ends.map((e) => e.t));
     const limitedStarts = () => w.starts.filter((e) => e.kind === 'L').length;
     const complete = !limited || (await w.until(() => limitedStarts() >= limited, finish + s.mixAfterSeconds * 1000));
     const tEnd = complete ? Math.max(finish, ...w.starts.filter((e) => e.kind === 'L').map((e) => e.t)) : wallNow();
+    // the last starts stay listed for a period: one more reading after them
+    await sleep(300);
+    const stamps = await sampler.stop();
     const stats = await w.stats();
     if (!freeDone) throw new Error(`${free - w.ends.length} of ${free} unlimited tasks not finished within 120 s`);
     const failures = stats.reduce((a, x) => a + x.failures, 0);
     if (failures) throw new Error(`${failures} tasks dead`);
-    const times = w.starts.filter((e) => e.kind === 'L').map((e) => e.t).sort((a, b) => a - b);
+    // starts up to the end of the measurement (the workers went on while it was read)
+    const times = w.starts.filter((e) => e.kind === 'L' && e.t <= tEnd).map((e) => e.t).sort((a, b) => a - b);
     const during = times.filter((t) => t <= finish);
     const after = times.filter((t) => t > finish);
     const marks = [tGo, ...during, finish];
@@ -492,6 +531,9 @@ async function mixPhase(ctx: BenchContext, limited: number): Promise<MixPhase> {
       // only meaningful when the window after is long enough to count in
       rateAfter: afterSeconds >= 1 ? after.length / afterSeconds : NaN,
       maxPerSecond: mostInWindow(times, 1000),
+      maxPerSecondClaimed: mostInWindow(w.claims.map((e) => e.t).sort((a, b) => a - b), 1000),
+      maxPerSecondStamped: mostInWindow(stamps, 1000),
+      stamps: stamps.length,
       firstLimitedMs: times.length ? times[0]! - tGo : NaN,
       complete,
       perSecond: range(Math.ceil((tEnd - tGo) / 1000)).map((k) => times.filter((t) => t >= tGo + k * 1000 && t < tGo + (k + 1) * 1000).length),
@@ -511,7 +553,9 @@ export const limitsMix: Workload = {
     { key: 'rateDuring', label: 'limited starts/s while the unlimited work runs', unit: '/s' },
     { key: 'gapDuring', label: 'longest time with no limited start while it runs', unit: 'ms' },
     { key: 'rateAfter', label: 'limited starts/s after it', unit: '/s' },
-    { key: 'maxPerSecond', label: 'most limited starts in any 1 s', unit: 'starts' },
+    { key: 'maxPerSecond', label: 'most limited handler starts in any 1 s', unit: 'starts' },
+    { key: 'maxPerSecondClaimed', label: "most limited claims in any 1 s, by the claim's now()", unit: 'claims' },
+    { key: 'maxPerSecondStamped', label: "most limited starts in any 1 s, by the limit's stamps (task_limit.start_at)", unit: 'starts' },
     { key: 'finish', label: 'unlimited work finished, with the limited tasks', unit: 's' },
     { key: 'finishBaseline', label: 'unlimited work finished, alone (baseline)', unit: 's' },
   ],
@@ -522,7 +566,8 @@ export const limitsMix: Workload = {
     const mix = await mixPhase(ctx, s.mixLimited);
     ctx.log(
       `  with ${s.mixLimited} limited: unlimited done at ${fmt(mix.finishMs)} ms; limited started ${mix.limitedDuring} while it ran (${fmt(mix.rateDuring)}/s, first at ${fmt(mix.firstLimitedMs)} ms, ` +
-        `longest gap ${fmt(mix.gapDuring)} ms), ${mix.limitedAfter} after (${fmt(mix.rateAfter)}/s); most in any 1 s: ${mix.maxPerSecond}; ` +
+        `longest gap ${fmt(mix.gapDuring)} ms), ${mix.limitedAfter} after (${fmt(mix.rateAfter)}/s); most in any 1 s: ${mix.maxPerSecond} by handler start, ${mix.maxPerSecondClaimed} by the claims' now(), ` +
+        `${mix.maxPerSecondStamped} by the limit's own stamps (${mix.stamps} seen); ` +
         `per second from go: ${mix.perSecond.join(' ')}`,
     );
     const base = await mixPhase(ctx, 0);
@@ -533,6 +578,8 @@ export const limitsMix: Workload = {
         gapDuring: mix.gapDuring,
         rateAfter: mix.rateAfter,
         maxPerSecond: mix.maxPerSecond,
+        maxPerSecondClaimed: mix.maxPerSecondClaimed,
+        maxPerSecondStamped: mix.maxPerSecondStamped,
         finish: mix.finishMs / 1000,
         finishBaseline: base.finishMs / 1000,
       },
