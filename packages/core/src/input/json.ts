@@ -18,8 +18,10 @@ import { INPUT_LIMITS } from './limits.js';
  */
 export function toJsonText(value: unknown, option: string): string {
   const fault = jsonValueFault(value);
-  if (fault !== undefined) throw new ConfigError(option + fault.path, `${option + fault.path}: ${fault.problem}`);
-  return storableJsonText(value, option);
+  if (fault === undefined) return storableJsonText(value, option);
+  // too deep is a bound of storage, reported like the others storableJsonText finds
+  if (fault.nested) throw new ConfigError(option, `Expected \`${option}\` to be JSON PostgreSQL can store, but it is ${fault.kind}`);
+  throw new ConfigError(option + fault.path, `${option + fault.path}: ${fault.problem}`);
 }
 
 /**
@@ -39,7 +41,7 @@ export function jsonValueFault(value: unknown): JsonFault | undefined {
   // a fault of depth is reported at the value itself: its path would be as deep as the nesting
   const path = fault.depth ? '' : fault.segments.reverse().join('');
   const hint = fault.hint === undefined ? '' : `; ${fault.hint}`;
-  return { path, kind: fault.kind, hint, problem: fault.depth ? fault.kind : `${fault.kind} is not JSON${hint}` };
+  return { path, kind: fault.kind, hint, nested: fault.depth, problem: fault.depth ? fault.kind : `${fault.kind} is not JSON${hint}` };
 }
 
 /** One fault {@link jsonValueFault} found. @internal */
@@ -52,6 +54,8 @@ export interface JsonFault {
   readonly hint: string;
   /** The whole sentence: what is there, that it is not JSON, and what to pass instead. */
   readonly problem: string;
+  /** The fault is the nesting (deeper than `INPUT_LIMITS.jsonDepth`, or a value that refers to itself), at the value itself. */
+  readonly nested: boolean;
 }
 
 interface WalkFault {
