@@ -1,5 +1,5 @@
 import { ConfigError, type Duration, type PgQueryable } from '@leasehold/core';
-import { KeyedLanes, parseDuration, toError, withTimeout } from '@leasehold/core/internal';
+import { checkOptionKeys, KeyedLanes, optionKeys, parseDuration, toError, withTimeout } from '@leasehold/core/internal';
 import { createInbox, type Inbox } from '@leasehold/adapters-http';
 import type { Channel, ConsumeMessage } from 'amqplib';
 import type { Kysely } from 'kysely';
@@ -57,6 +57,10 @@ export interface InboxConsumer {
   stop(options?: { timeout?: Duration }): Promise<void>;
 }
 
+const CONSUME_OPTIONS = optionKeys<AmqpInboxOptions<object>>()('consumeAmqp', [
+  'channel', 'queue', 'db', 'apply', 'inbox', 'concurrency', 'prefetch', 'retryDelay', 'onError', 'onAcked',
+]);
+
 /**
  * Consumes a RabbitMQ queue into your database exactly once in effect: each message is applied
  * through the inbox (its `message-id` recorded in the same transaction as your writes) and
@@ -76,6 +80,7 @@ export interface InboxConsumer {
  * await running.stop();
  */
 export async function consumeAmqp<D extends object>(options: AmqpInboxOptions<D>): Promise<InboxConsumer> {
+  checkOptionKeys(options, CONSUME_OPTIONS);
   const concurrency = checkCount(options.concurrency ?? 1, 'concurrency');
   const prefetch = checkCount(options.prefetch ?? Math.max(16, 2 * concurrency), 'prefetch');
   const retryDelayMs = parseDuration(options.retryDelay ?? '1s', 'retryDelay', { allowZero: true });

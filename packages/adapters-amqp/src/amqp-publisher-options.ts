@@ -1,5 +1,5 @@
 import { ConfigError, type BackoffPolicy, type Duration } from '@leasehold/core';
-import { parseDuration } from '@leasehold/core/internal';
+import { checkOptionKeys, optionKeys, parseDuration } from '@leasehold/core/internal';
 import type { OutboxMessage } from '@leasehold/outbox';
 import type { ConfirmChannel, Options, SocketOptions } from 'amqplib';
 import { defaultRoutingKey } from './routing-key.js';
@@ -68,9 +68,16 @@ export interface NormalizedAmqpOptions {
   readonly onPublished: ((published: AmqpPublished) => void) | undefined;
 }
 
+const AMQP_PUBLISHER_OPTIONS = optionKeys<AmqpPublisherOptions>()('amqpPublisher', [
+  'url', 'socketOptions', 'exchange', 'routingKey', 'messageId', 'body', 'setup', 'mandatory', 'appId', 'timeout', 'connectTimeout', 'reconnect', 'onPublished',
+]);
+const RECONNECT_OPTIONS = optionKeys<NonNullable<AmqpPublisherOptions['reconnect']>>()('amqpPublisher', ['base', 'cap']);
+
 /** Checks and freezes the options; a mistake is a `ConfigError` naming the option. @internal */
 export function normalizeAmqpOptions(options: AmqpPublisherOptions): NormalizedAmqpOptions {
   if (typeof options !== 'object' || options === null) throw new ConfigError('options', 'Expected an options object');
+  checkOptionKeys(options, AMQP_PUBLISHER_OPTIONS);
+  checkOptionKeys(options.reconnect, RECONNECT_OPTIONS, 'reconnect.');
   const { url } = options;
   if (!(typeof url === 'string' && /^amqps?:\/\//.test(url)) && !(typeof url === 'object' && url !== null)) {
     throw new ConfigError('url', 'Expected `url` to be an amqp:// or amqps:// URL, or an amqplib connect object');

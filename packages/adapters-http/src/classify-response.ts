@@ -1,4 +1,5 @@
 import type { Duration } from '@leasehold/core';
+import { checkOptionKeys, optionKeys } from '@leasehold/core/internal';
 import { retryAfterMs } from './retry-after.js';
 
 /** What a publisher saw of an HTTP response: enough to classify it, read once and bounded. */
@@ -42,6 +43,8 @@ export interface ClassifyResponseOptions {
 /** Statuses that say "try again later" (RFC 9110, RFC 8470, RFC 6585) besides the 5xx range. */
 const RETRYABLE_4XX = new Set([408, 425, 429]);
 
+const CLASSIFY_OPTIONS = optionKeys<ClassifyResponseOptions>()('classifyResponse', ['conflict', 'nowMs', 'maxRetryAfterMs', 'excerptLength']);
+
 /**
  * Classifies an HTTP response, purely: 2xx → success; 408, 425, 429, 5xx → retryable, with
  * `Retry-After` (seconds or HTTP date) as the earliest next attempt; 409 → `conflict`; every
@@ -52,6 +55,7 @@ const RETRYABLE_4XX = new Set([408, 425, 429]);
  * // { kind: 'retryable', reason: 'HTTP 503', retryAfterMs: 30000 }
  */
 export function classifyResponse(response: HttpResponseSummary, options: ClassifyResponseOptions = {}): HttpClassification {
+  checkOptionKeys(options, CLASSIFY_OPTIONS);
   const { status } = response;
   if (status >= 200 && status <= 299) return { kind: 'success' };
   const reason = describeResponse(response, options.excerptLength ?? 500);

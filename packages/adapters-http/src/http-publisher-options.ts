@@ -1,5 +1,5 @@
 import { ConfigError, INTEGER_RANGES, type Duration } from '@leasehold/core';
-import { checkInteger, parseDuration } from '@leasehold/core/internal';
+import { checkInteger, checkOptionKeys, optionKeys, parseDuration } from '@leasehold/core/internal';
 import type { ConflictPolicy, HttpClassification, HttpResponseSummary } from './classify-response.js';
 import { webhookEnvelope } from './envelope.js';
 import { checkHttpHeaders, httpHeaderFault } from './http-headers.js';
@@ -70,9 +70,16 @@ const CONFLICT_POLICIES: readonly ConflictPolicy[] = ['success', 'retryable', 'p
 /** Header names whose values are credentials. */
 export const SENSITIVE_HEADER = /auth|cookie|key|token|secret|session|password|signature/i;
 
+const HTTP_PUBLISHER_OPTIONS = optionKeys<HttpPublisherOptions>()(
+  'httpPublisher',
+  ['url', 'headers', 'hideUrlPath', 'timeout', 'signingSecrets', 'idempotencyHeader', 'conflict', 'maxRetryAfter', 'classify', 'body', 'maxBodyBytes', 'excerptLength'],
+  { secret: 'the signing secrets are `signingSecrets`', secrets: 'the signing secrets are `signingSecrets`', method: 'the publisher always POSTs' },
+);
+
 /** Checks and freezes the options; every mistake is a `ConfigError` naming the option. */
 export function normalizeHttpPublisherOptions(options: HttpPublisherOptions): NormalizedHttpPublisherOptions {
   if (typeof options !== 'object' || options === null) throw new ConfigError('options', 'Expected an options object');
+  checkOptionKeys(options, HTTP_PUBLISHER_OPTIONS);
   const secrets = options.signingSecrets;
   const conflict = options.conflict ?? 'success';
   if (!CONFLICT_POLICIES.includes(conflict)) {

@@ -6,7 +6,7 @@ import {
   type PgQueryable,
   type TransactionSource,
 } from '@leasehold/core';
-import { checkInteger, checkKey, parseDuration, validateIdentifier, withSpan } from '@leasehold/core/internal';
+import { checkInteger, checkKey, checkOptionKeys, optionKeys, parseDuration, validateIdentifier, withSpan } from '@leasehold/core/internal';
 import type { Kysely } from 'kysely';
 import { inboxInsert } from './sql/inbox-insert.js';
 import { inboxPrune } from './sql/inbox-prune.js';
@@ -67,6 +67,10 @@ export interface Inbox {
   prune(executor: Executor, options: InboxPruneOptions): Promise<number>;
 }
 
+const INBOX_OPTIONS = optionKeys<InboxOptions>()('createInbox', ['schema']);
+const RECEIVE_OPTIONS = optionKeys<ReceiveOptions>()('inbox.receive', ['headers']);
+const PRUNE_OPTIONS = optionKeys<InboxPruneOptions>()('inbox.prune', ['olderThan', 'batchSize', 'signal']);
+
 /**
  * The inbox helper: deduplicates deliveries by message id inside the receiver's own
  * transaction (`INSERT … ON CONFLICT DO NOTHING`, then apply only when inserted), so a
@@ -82,6 +86,7 @@ export interface Inbox {
  * res.writeHead(200).end(applied ? 'applied' : 'duplicate');
  */
 export function createInbox(options: InboxOptions = {}): Inbox {
+  checkOptionKeys(options, INBOX_OPTIONS);
   const schema = validateIdentifier(options.schema ?? 'leasehold', 'schema');
   async function receive<T>(
     executor: Executor | TransactionSource,
@@ -92,6 +97,7 @@ export function createInbox(options: InboxOptions = {}): Inbox {
     // a key like any other: NUL would fail the caller's transaction, and a lone surrogate
     // would be stored as U+FFFD, so two different messages could share one record
     checkKey(messageId, 'messageId');
+    checkOptionKeys(receiveOptions, RECEIVE_OPTIONS);
     const run = async (trx: Executor): Promise<ReceiveResult<T>> => {
       if (!(await inboxInsert(trx, schema, messageId))) return { applied: false };
       return { applied: true, result: await apply(trx as never) };
@@ -114,6 +120,7 @@ export function createInbox(options: InboxOptions = {}): Inbox {
 }
 
 async function prune(executor: Executor, schema: string, options: InboxPruneOptions): Promise<number> {
+  checkOptionKeys(options, PRUNE_OPTIONS);
   const olderThanMs = parseDuration(options?.olderThan, 'olderThan');
   const batchSize = checkInteger(options.batchSize ?? 1_000, 'batchSize', INTEGER_RANGES.purgeBatchSize);
   let deleted = 0;

@@ -1,5 +1,6 @@
 import type { Claimed, TaskRow } from '@leasehold/core';
 import type { OutboxMessage, Publisher } from '@leasehold/outbox';
+import { checkOptionKeys, optionKeys } from '@leasehold/core/internal';
 
 /** Options of {@link publisherTaskHandler}. */
 export interface PublisherTaskHandlerOptions<Row> {
@@ -32,6 +33,7 @@ export function publisherTaskHandler<Row>(
   publisher: Publisher,
   options: PublisherTaskHandlerOptions<Row> = {},
 ): PublishingTaskHandler<Row> {
+  checkOptionKeys(options, TASK_HANDLER_OPTIONS);
   const toMessage = options.toMessage ?? (defaultMessage as unknown as (task: Claimed<Row>) => OutboxMessage);
   return async (task, context) => {
     // dispatchOnce passes no context: a signal that never fires stands in
@@ -39,6 +41,8 @@ export function publisherTaskHandler<Row>(
     await publisher.publish(toMessage(task), { signal });
   };
 }
+
+const TASK_HANDLER_OPTIONS = optionKeys<PublisherTaskHandlerOptions<unknown>>()('publisherTaskHandler', ['toMessage']);
 
 function defaultMessage(task: Claimed<TaskRow>): OutboxMessage {
   return {

@@ -1,6 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
 import { ConfigError, type Duration } from '@leasehold/core';
-import { parseDuration } from '@leasehold/core/internal';
+import { checkOptionKeys, optionKeys, parseDuration } from '@leasehold/core/internal';
 import { signedContent } from './sign-webhook.js';
 import { WebhookVerificationError } from './webhook-verification-error.js';
 import { toWebhookKeys, type WebhookKey } from './webhook-secret.js';
@@ -31,6 +31,8 @@ export interface VerifiedWebhook {
 const TIMESTAMP = /^\d{1,15}$/;
 const SHA256_BYTES = 32;
 
+const VERIFY_OPTIONS = optionKeys<VerifyWebhookOptions>()('verifyWebhook', ['tolerance'], { secrets: 'the secrets are verifyWebhook\'s third argument' });
+
 /**
  * Verifies a Standard Webhooks delivery: the headers are present, the timestamp is within
  * `tolerance` of now, and some `v1` signature, in canonical (padded) base64, equals the HMAC of
@@ -51,6 +53,7 @@ export function verifyWebhook(
   if (typeof rawBody !== 'string' && !(rawBody instanceof Uint8Array)) {
     throw new ConfigError('rawBody', 'Expected `rawBody` to be the body as received (string or Buffer), not parsed JSON');
   }
+  checkOptionKeys(options, VERIFY_OPTIONS);
   const toleranceMs = parseDuration(options.tolerance ?? '5m', 'tolerance');
   const keys = toWebhookKeys(secrets);
   const id = header(headers, 'webhook-id');

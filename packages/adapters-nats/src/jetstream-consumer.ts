@@ -1,5 +1,5 @@
 import { ConfigError, type Duration, type PgQueryable } from '@leasehold/core';
-import { KeyedLanes, parseDuration, toError, withTimeout } from '@leasehold/core/internal';
+import { checkOptionKeys, KeyedLanes, optionKeys, parseDuration, toError, withTimeout } from '@leasehold/core/internal';
 import { createInbox, type Inbox } from '@leasehold/adapters-http';
 import type { Consumer, JsMsg } from '@nats-io/jetstream';
 import type { Kysely } from 'kysely';
@@ -63,6 +63,10 @@ export interface InboxConsumer {
   stop(options?: { timeout?: Duration }): Promise<void>;
 }
 
+const CONSUME_OPTIONS = optionKeys<JetStreamInboxOptions<object>>()('consumeJetStream', [
+  'consumer', 'db', 'apply', 'inbox', 'concurrency', 'retryDelay', 'maxMessages', 'pullExpires', 'onError', 'onAcked',
+]);
+
 /**
  * Consumes a JetStream pull consumer into your database exactly once in effect: each message
  * is applied through the inbox (its `Nats-Msg-Id` recorded in the same transaction as your
@@ -82,6 +86,7 @@ export interface InboxConsumer {
  * await running.stop();
  */
 export async function consumeJetStream<D extends object>(options: JetStreamInboxOptions<D>): Promise<InboxConsumer> {
+  checkOptionKeys(options, CONSUME_OPTIONS);
   const concurrency = checkConcurrency(options.concurrency ?? 1);
   const retryDelayMs = parseDuration(options.retryDelay ?? '1s', 'retryDelay', { allowZero: true });
   const pullExpiresMs = parseDuration(options.pullExpires ?? '5s', 'pullExpires');

@@ -1,5 +1,5 @@
 import { ConfigError, type Duration } from '@leasehold/core';
-import { parseDuration } from '@leasehold/core/internal';
+import { checkOptionKeys, optionKeys, parseDuration } from '@leasehold/core/internal';
 import type { OutboxMessage } from '@leasehold/outbox';
 import type { NatsConnection, NodeConnectionOptions } from '@nats-io/transport-node';
 import { defaultSubject } from './subject.js';
@@ -75,9 +75,14 @@ export interface NormalizedJetStreamOptions {
   readonly onPublished: ((published: JetStreamPublished) => void) | undefined;
 }
 
+const JETSTREAM_PUBLISHER_OPTIONS = optionKeys<JetStreamPublisherOptions>()('jetStreamPublisher', [
+  'servers', 'connectOptions', 'connection', 'subject', 'messageId', 'body', 'expectStream', 'timeout', 'connectTimeout', 'streamMissing', 'onPublished',
+]);
+
 /** Checks and freezes the options; a mistake is a `ConfigError` naming the option. @internal */
 export function normalizeJetStreamOptions(options: JetStreamPublisherOptions): NormalizedJetStreamOptions {
   if (typeof options !== 'object' || options === null) throw new ConfigError('options', 'Expected an options object');
+  checkOptionKeys(options, JETSTREAM_PUBLISHER_OPTIONS);
   const servers = options.servers === undefined ? undefined : checkServers(options.servers);
   if ((servers === undefined) === (options.connection === undefined)) {
     throw new ConfigError('servers', 'Give either `servers` (the publisher connects) or `connection` (yours), not both or neither');

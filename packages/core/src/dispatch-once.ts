@@ -1,6 +1,7 @@
 import { DEFAULT_BACKOFF, type BackoffPolicy } from './backoff.js';
 import { MAX_DELAY_MS, parseDuration, type Duration } from './duration.js';
 import { checkInteger } from './input/integer.js';
+import { checkOptionKeys, optionKeys } from './input/options.js';
 import { INTEGER_RANGES } from './input/limits.js';
 import { LeaseLostError, toError } from './errors.js';
 import type { TaskRow } from './leased-table.js';
@@ -37,6 +38,8 @@ export interface DispatchReport {
   readonly lost: string[];
 }
 
+const DISPATCH_ONCE_OPTIONS = optionKeys<DispatchOnceOptions<unknown>>()('dispatchOnce', ['schema', 'table', 'owner', 'batch', 'lease', 'names', 'backoff', 'maxDeferAge', 'onLeaseLost']);
+
 /**
  * The design article's `dispatch_once`: claim a batch, run `handler` for each task one after
  * another outside any transaction, classify what it threw four ways, and finalize each with the
@@ -50,6 +53,7 @@ export async function dispatchOnce<Row = TaskRow>(
   handler: (task: Claimed<Row>) => Promise<void>,
   options: DispatchOnceOptions<Row>,
 ): Promise<DispatchReport> {
+  checkOptionKeys(options, DISPATCH_ONCE_OPTIONS);
   const owner = checkOwner(options.owner);
   const batch = checkInteger(options.batch ?? 50, 'batch', INTEGER_RANGES.batch);
   const names = checkNames(options.names);

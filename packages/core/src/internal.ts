@@ -23,6 +23,7 @@ export { checkInteger, checkRowId, isRowId } from './input/integer.js';
 export { checkText, checkName, checkKey, textFault, type TextRule } from './input/text.js';
 export { checkHeaders } from './input/headers.js';
 export { toJsonText } from './input/json.js';
+export { checkOptionKeys, optionKeys, unknownKey, unknownOption, type KnownOptions } from './input/options.js';
 
 // the fenced state changes and the statements of the lease engine
 export { toDone, toRetry, toDeferred, toReleased, toDead, type Transition } from './transition.js';

@@ -1,4 +1,5 @@
 import { validateIdentifier } from './identifier.js';
+import { checkOptionKeys, optionKeys } from './input/options.js';
 import type { ClaimJson } from './sql/claim-json.js';
 import { TASK_CLAIM_JSON } from './sql/task-claim-json.js';
 
@@ -65,11 +66,14 @@ export interface LeasedTableOptions<Row> {
   waits?: boolean;
 }
 
+const LEASED_TABLE_OPTIONS = optionKeys<LeasedTableOptions<unknown>>()('defineLeasedTable', ['schema', 'table', 'nameColumn', 'extraColumns', 'mapRow', 'limits', 'waits']);
+
 /**
  * Describes a table that carries the lease columns, so claim, reap, finalize and heartbeat work
  * on it unchanged. The outbox package describes its `outbox` table with this.
  */
 export function defineLeasedTable<Row>(options: LeasedTableOptions<Row>): LeasedTable<Row> {
+  checkOptionKeys(options, LEASED_TABLE_OPTIONS);
   const schema = validateIdentifier(options.schema, 'schema');
   const table = validateIdentifier(options.table, 'table');
   const groupTable = validateIdentifier(`${table}_group`, 'table');

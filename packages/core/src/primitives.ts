@@ -3,6 +3,7 @@ import { ConfigError } from './errors.js';
 import { checkInteger, checkRowId } from './input/integer.js';
 import { INTEGER_RANGES } from './input/limits.js';
 import { checkName } from './input/text.js';
+import { checkOptionKeys, optionKeys } from './input/options.js';
 import { taskTable, type LeasedTable, type TaskRow } from './leased-table.js';
 import type { Executor } from './sql/execute.js';
 import { leaseClaim } from './sql/lease-claim.js';
@@ -58,6 +59,13 @@ export function checkNames(names: readonly string[] | undefined, option = 'names
   return names.map((name, i) => checkName(name, `${option}[${i}]`));
 }
 
+const TABLE_KEYS = ['schema', 'table'] as const;
+const CLAIM_OPTIONS = optionKeys<ClaimOptions>()('claim', [...TABLE_KEYS, 'owner', 'batch', 'lease', 'names']);
+const TABLE_OPTIONS = optionKeys<TableOptions>()('markDone', TABLE_KEYS);
+const RESCHEDULE_OPTIONS = optionKeys<RescheduleOptions>()('reschedule', [...TABLE_KEYS, 'delay', 'error', 'refundAttempt']);
+const MARK_DEAD_OPTIONS = optionKeys<TableOptions & { error: string }>()('markDead', [...TABLE_KEYS, 'error']);
+const EXTEND_OPTIONS = optionKeys<TableOptions & { lease: Duration }>()('extendLease', [...TABLE_KEYS, 'lease']);
+
 /**
  * Reaps expired last attempts, then claims up to `batch` due tasks, in one short transaction.
  * Returns them sorted by id; nothing stays locked or open while you work on them.
@@ -66,6 +74,7 @@ export function checkNames(names: readonly string[] | undefined, option = 'names
  * const tasks = await claim(db, { owner: 'worker-1', batch: 10, lease: '60s' });
  */
 export async function claim<Row = TaskRow>(executor: Executor, options: ClaimOptions<Row>): Promise<Claimed<Row>[]> {
+  checkOptionKeys(options, CLAIM_OPTIONS);
   const owner = checkOwner(options.owner);
   const batch = checkInteger(options.batch, 'batch', INTEGER_RANGES.batch);
   const leaseMs = parseDuration(options.lease, 'lease');
@@ -95,6 +104,7 @@ async function finalizeOne(executor: Executor, token: LeaseToken, transition: Tr
  * task), and nothing was written.
  */
 export async function markDone(executor: Executor, token: LeaseToken, options: TableOptions<unknown> = {}): Promise<boolean> {
+  checkOptionKeys(options, TABLE_OPTIONS);
   return finalizeOne(executor, token, toDone(), options);
 }
 
@@ -110,6 +120,7 @@ export interface RescheduleOptions extends TableOptions<unknown> {
 
 /** Fenced: puts a claimed task back to pending after `delay`. False when the lease moved on. */
 export async function reschedule(executor: Executor, token: LeaseToken, options: RescheduleOptions): Promise<boolean> {
+  checkOptionKeys(options, RESCHEDULE_OPTIONS);
   const delayMs = parseDuration(options.delay, 'delay', { allowZero: true, max: MAX_DELAY_MS });
   const transition = options.refundAttempt ? toDeferred(delayMs, options.error) : toRetry(delayMs, options.error);
   return finalizeOne(executor, token, transition, options);
@@ -121,6 +132,7 @@ export async function markDead(
   token: LeaseToken,
   options: TableOptions<unknown> & { error: string },
 ): Promise<boolean> {
+  checkOptionKeys(options, MARK_DEAD_OPTIONS);
   return finalizeOne(executor, token, toDead(options.error), options);
 }
 
@@ -131,6 +143,7 @@ export async function extendLease(
   options: TableOptions<unknown> & { lease: Duration },
 ): Promise<boolean> {
   checkToken(token);
+  checkOptionKeys(options, EXTEND_OPTIONS);
   const leaseMs = parseDuration(options.lease, 'lease');
   const extended = await leaseExtendMany(executor, resolveTable(options), [
     { id: token.id, leaseVersion: token.leaseVersion, leaseMs },

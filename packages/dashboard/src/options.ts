@@ -1,5 +1,5 @@
 import { ConfigError, noPreparedStatements, type Executor, type TransactionSource } from '@leasehold/core';
-import { parseInteger, validateIdentifier } from '@leasehold/core/internal';
+import { checkOptionKeys, optionKeys, parseInteger, validateIdentifier } from '@leasehold/core/internal';
 
 /** Which leased table a row belongs to. */
 export const TABLE_KINDS = ['task', 'outbox'] as const;
@@ -90,7 +90,15 @@ export interface DashboardSettings {
 const BASE_PATH = /^(\/[A-Za-z0-9._~-]+)*\/?$/;
 
 /** Checks and freezes the options; a mistake throws `ConfigError` naming the option. */
+export const DASHBOARD_KEYS = ['database', 'schema', 'basePath', 'readOnly', 'auth', 'token', 'redact', 'actor', 'refreshIntervalMs', 'pageSize', 'noPreparedStatements'] as const;
+const DASHBOARD_OPTIONS = optionKeys<DashboardOptions>()('mountDashboard', DASHBOARD_KEYS, {
+  host: 'host belongs on startDashboard; mountDashboard serves on your own server',
+  port: 'port belongs on startDashboard; mountDashboard serves on your own server',
+});
+
+/** The keys of {@link DashboardOptions}. @internal */
 export function dashboardSettings(options: DashboardOptions): DashboardSettings {
+  checkOptionKeys(options, DASHBOARD_OPTIONS);
   const database = options?.database as unknown as { query?: unknown; getExecutor?: unknown } | undefined;
   if (database === undefined || database === null || (typeof database.query !== 'function' && typeof database.getExecutor !== 'function')) {
     throw new ConfigError('database', 'Expected `database` to be a pg Pool or a Kysely instance');

@@ -1,9 +1,9 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ConfigError } from '@leasehold/core';
-import { parseInteger } from '@leasehold/core/internal';
+import { checkOptionKeys, optionKeys, parseInteger } from '@leasehold/core/internal';
 import { mountDashboard } from './mount-dashboard.js';
-import type { DashboardOptions } from './options.js';
+import { DASHBOARD_KEYS, type DashboardOptions } from './options.js';
 import { isLoopbackHost } from './security/loopback.js';
 
 /** Options of {@link startDashboard}: the dashboard's, plus where to listen. */
@@ -26,6 +26,8 @@ export interface RunningDashboard {
   close(): Promise<void>;
 }
 
+const START_OPTIONS = optionKeys<StartDashboardOptions>()('startDashboard', [...DASHBOARD_KEYS, 'host', 'port']);
+
 /**
  * Starts the dashboard on its own HTTP server, on 127.0.0.1 unless told otherwise. Refuses, with
  * a `ConfigError`, to listen on any other address without `auth` or `token`: the dashboard can
@@ -36,13 +38,15 @@ export interface RunningDashboard {
  * console.log(`dashboard on ${dashboard.url}`);
  */
 export async function startDashboard(options: StartDashboardOptions): Promise<RunningDashboard> {
+  checkOptionKeys(options, START_OPTIONS);
   const host = options.host ?? '127.0.0.1';
   if (typeof host !== 'string' || host === '') throw new ConfigError('host', 'Expected `host` to be an address such as 127.0.0.1');
   const port = parseInteger(options.port ?? 4100, 'port', 0, 65_535);
   if (!isLoopbackHost(host) && options.auth === undefined && options.token === undefined) {
     throw new ConfigError('host', `Refusing to listen on ${host} without \`auth\` or \`token\`: anyone who can reach it could read payloads and retry or skip dead work. Bind 127.0.0.1, or give an auth hook or a token`);
   }
-  const server = createServer(mountDashboard(options));
+  const { host: _host, port: _port, ...mounted } = options;
+  const server = createServer(mountDashboard(mounted));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => (server.off('error', reject), resolve()));

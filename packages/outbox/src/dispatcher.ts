@@ -7,7 +7,7 @@ import {
   type RetentionOptions,
   type WorkerLogger,
 } from '@leasehold/core';
-import { CORE_MIGRATION_LINE, parseDuration } from '@leasehold/core/internal';
+import { checkOptionKeys, CORE_MIGRATION_LINE, optionKeys, parseDuration } from '@leasehold/core/internal';
 import { ClaimCover } from './claim-cover.js';
 import { checkDispatchTiming, unconfirmedStartMs } from './dispatch-timing.js';
 import { MIGRATIONS } from './migrate/generated-migrations.js';
@@ -98,6 +98,12 @@ export interface DispatcherOptions {
  */
 export type Dispatcher = LeaseWorker<OutboxRow>;
 
+const DISPATCHER_OPTIONS = optionKeys<DispatcherOptions>()(
+  'createDispatcher',
+  ['pool', 'publisher', 'schema', 'owner', 'concurrency', 'batch', 'lease', 'publishTimeout', 'pollInterval', 'eventTypes', 'backoff', 'maxDeferAge', 'heartbeatInterval', 'listen', 'noPreparedStatements', 'listenConnectionString', 'logger', 'retention'],
+  { handlerTimeout: 'the dispatcher\'s handler timeout is `publishTimeout`', maxAttempts: 'maxAttempts belongs on createOutbox (or on each event)' },
+);
+
 /**
  * Creates a dispatcher that claims outbox messages (ordered ones only at the head of their
  * aggregate), publishes each outside any transaction with a timeout, and finalizes it with the
@@ -112,6 +118,7 @@ export type Dispatcher = LeaseWorker<OutboxRow>;
  * await dispatcher.stop({ timeout: '10s' });
  */
 export function createDispatcher(options: DispatcherOptions): Dispatcher {
+  checkOptionKeys(options, DISPATCHER_OPTIONS);
   const publisher = options.publisher;
   if (typeof publisher?.publish !== 'function') {
     throw new ConfigError('publisher', 'Expected `publisher` to have a `publish(message, { signal })` method');

@@ -1,5 +1,5 @@
 import { ConfigError, INTEGER_RANGES } from '@leasehold/core';
-import { checkHeaders, checkInteger, checkKey, checkName, toJsonText } from '@leasehold/core/internal';
+import { checkHeaders, checkInteger, checkKey, checkName, optionKeys, toJsonText, unknownKey, unknownOption } from '@leasehold/core/internal';
 
 /**
  * A domain event to record in the outbox, in the same transaction as the business change it
@@ -49,6 +49,8 @@ export function checkEvent(event: unknown, at = 'event'): CheckedEvent {
   if (typeof event !== 'object' || event === null) {
     throw new ConfigError(at, `Expected \`${at}\` to be an object, got ${typeof event === 'object' ? 'null' : typeof event}`);
   }
+  const unknown = unknownKey(event, EVENT_FIELDS);
+  if (unknown !== undefined) throw unknownOption(unknown, EVENT_FIELDS, `${at}.`);
   const e = event as Record<string, unknown>;
   const aggregateType = checkName(e.aggregateType, `${at}.aggregateType`);
   // the group key is 'type:id'; a ':' in the type would let two aggregates share one key
@@ -64,6 +66,8 @@ export function checkEvent(event: unknown, at = 'event'): CheckedEvent {
     maxAttempts: e.maxAttempts === undefined ? null : checkMaxAttempts(e.maxAttempts, `${at}.maxAttempts`),
   };
 }
+
+const EVENT_FIELDS = optionKeys<OutboxEvent>()('an outbox event', ['aggregateType', 'aggregateId', 'eventType', 'payload', 'headers', 'maxAttempts']);
 
 /** Checks a `maxAttempts` setting (core's bounds for it). @internal */
 export function checkMaxAttempts(value: unknown, option: string): number {

@@ -6,7 +6,7 @@ import {
   type Executor,
   type LeasedTable,
 } from '@leasehold/core';
-import { leaseLockGroups, leaseSettleGroups, currentTraceHeaders } from '@leasehold/core/internal';
+import { checkOptionKeys, leaseLockGroups, leaseSettleGroups, currentTraceHeaders, optionKeys } from '@leasehold/core/internal';
 import { checkEvent, checkMaxAttempts, type OutboxEvent } from './event.js';
 import {
   listDead,
@@ -65,6 +65,11 @@ export interface Outbox {
   purgeDone(executor: Executor, options: PurgeDoneOptions): Promise<PurgeDoneResult>;
 }
 
+const OUTBOX_OPTIONS = optionKeys<OutboxOptions>()('createOutbox', ['schema', 'orderedEventTypes', 'ordered', 'maxAttempts'], {
+  publisher: 'the publisher belongs on createDispatcher',
+  pool: 'createOutbox takes no pool: each call takes the executor first',
+});
+
 /**
  * Creates the producer side and the operations of an outbox. Options are checked here, before
  * anything touches the database.
@@ -77,6 +82,7 @@ export interface Outbox {
  * });
  */
 export function createOutbox(options: OutboxOptions = {}): Outbox {
+  checkOptionKeys(options, OUTBOX_OPTIONS);
   const table = outboxTable(options.schema);
   const isOrdered = orderedPredicate(options);
   const maxAttempts = checkMaxAttempts(options.maxAttempts ?? 12, 'maxAttempts');

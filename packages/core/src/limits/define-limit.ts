@@ -3,6 +3,7 @@ import { ConfigError } from '../errors.js';
 import { checkInteger } from '../input/integer.js';
 import { INTEGER_RANGES } from '../input/limits.js';
 import { checkName } from '../input/text.js';
+import { checkOptionKeys, optionKeys } from '../input/options.js';
 
 /** A rate: at most `limit` starts in any window of length `period`. */
 export interface RateOptions {
@@ -61,6 +62,7 @@ export interface LimitDefinition {
 export function defineLimit(name: string, options: LimitOptions): LimitDefinition {
   checkName(name, 'name', 'the limit name');
   if (typeof options !== 'object' || options === null) throw new ConfigError('options', `Expected options for limit "${name}"`);
+  checkOptionKeys(options, LIMIT_OPTIONS, '', `defineLimit "${name}"`);
   const concurrency = options.concurrency === undefined ? null : checkInteger(options.concurrency, 'concurrency', INTEGER_RANGES.concurrency);
   const concurrencyPerKey =
     options.concurrencyPerKey === undefined ? null : checkInteger(options.concurrencyPerKey, 'concurrencyPerKey', INTEGER_RANGES.concurrency);
@@ -73,10 +75,17 @@ export function defineLimit(name: string, options: LimitOptions): LimitDefinitio
   return Object.freeze({ kind: 'limit', name, concurrency, concurrencyPerKey, rate, ratePerKey, keyed });
 }
 
+const LIMIT_OPTIONS = optionKeys<LimitOptions>()('defineLimit', ['concurrency', 'concurrencyPerKey', 'rate', 'ratePerKey'], {
+  limitKey: 'limitKey belongs on enqueue',
+  tasks: 'a limit names no tasks: give it to defineTask as `limit`',
+});
+const RATE_OPTIONS = optionKeys<RateOptions>()('a rate', ['limit', 'period']);
+
 function checkRate(value: unknown, option: string): Rate {
   if (typeof value !== 'object' || value === null) {
     throw new ConfigError(option, `Expected \`${option}\` to be { limit, period }`);
   }
+  checkOptionKeys(value, RATE_OPTIONS, `${option}.`, 'defineLimit');
   const { limit, period } = value as Partial<RateOptions>;
   const checkedLimit = checkInteger(limit, `${option}.limit`, INTEGER_RANGES.rateLimit);
   const periodMs = parseDuration(period as Duration, `${option}.period`);

@@ -1,4 +1,5 @@
 import type { BatchObservableResult, Meter, Observable } from '@opentelemetry/api';
+import { checkOptionKeys, optionKeys } from '../input/options.js';
 import { parseDuration, type Duration } from '../duration.js';
 import { ConfigError, toError } from '../errors.js';
 import { taskTable, type LeasedTable } from '../leased-table.js';
@@ -42,6 +43,8 @@ interface Observed {
   readonly stats: LiveQueueStats;
 }
 
+const QUEUE_METRICS_OPTIONS = optionKeys<QueueMetricsOptions>()('createQueueMetrics', ['pool', 'schema', 'tables', 'interval', 'logger']);
+
 /**
  * Observable gauges per queue (task name, or event type) of each table: `leasehold.queue.pending`,
  * `.processing`, `.dead` and `.oldest_pending_age` (see docs/observability.md). A timer reads
@@ -60,6 +63,7 @@ interface Observed {
  * queues.stop();
  */
 export function createQueueMetrics(options: QueueMetricsOptions): QueueMetrics {
+  checkOptionKeys(options, QUEUE_METRICS_OPTIONS);
   if (typeof (options.pool as { query?: unknown } | undefined)?.query !== 'function' && typeof (options.pool as { getExecutor?: unknown } | undefined)?.getExecutor !== 'function') {
     throw new ConfigError('pool', 'Expected `pool` to be a pg Pool or a Kysely instance');
   }

@@ -1,3 +1,4 @@
+import { checkOptionKeys, optionKeys } from '../input/options.js';
 import { taskTable, type LeasedTable } from '../leased-table.js';
 import type { Executor } from '../sql/execute.js';
 import { leaseQueueStats, type QueueStats } from '../sql/lease-queue-stats.js';
@@ -13,6 +14,8 @@ export interface QueueStatsOptions {
   table?: LeasedTable<unknown>;
 }
 
+const QUEUE_STATS_OPTIONS = optionKeys<QueueStatsOptions>()('queueStats', ['schema', 'table']);
+
 /**
  * The figures of every queue of a table, one entry per task name (per event type for the
  * outbox), sorted by name: rows pending (blocked ones included, and how many are blocked),
@@ -27,5 +30,6 @@ export interface QueueStatsOptions {
  * }
  */
 export function queueStats(executor: Executor, options: QueueStatsOptions = {}): Promise<QueueStats[]> {
+  checkOptionKeys(options, QUEUE_STATS_OPTIONS);
   return leaseQueueStats(executor, options.table ?? taskTable(options.schema));
 }

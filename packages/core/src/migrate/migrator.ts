@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { validateIdentifier } from '../identifier.js';
+import { checkOptionKeys, optionKeys } from '../input/options.js';
 import { execute } from '../sql/execute.js';
 import { withTransaction, type TransactionSource } from '../sql/transaction.js';
 import { MIGRATIONS } from './generated-migrations.js';
@@ -37,12 +38,15 @@ export async function migrate(db: TransactionSource, options: MigrateOptions = {
   return applyMigrationLine(db, { line: 'core', migrations: MIGRATIONS }, options);
 }
 
+const MIGRATE_OPTIONS = optionKeys<MigrateOptions>()('migrate', ['schema']);
+
 /** Applies one package's migration line; used by `migrate` of every leasehold package. */
 export async function applyMigrationLine(
   db: TransactionSource,
   { line, migrations }: MigrationLine,
   options: MigrateOptions = {},
 ): Promise<MigrateResult> {
+  checkOptionKeys(options, MIGRATE_OPTIONS, '', `migrate (${line})`);
   const schema = validateIdentifier(options.schema ?? 'leasehold', 'schema');
   const applied: string[] = [];
   for (const migration of migrations) {

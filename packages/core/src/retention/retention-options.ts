@@ -1,5 +1,6 @@
 import { MAX_DELAY_MS, parseDuration, parseInteger, type Duration } from '../duration.js';
 import { ConfigError } from '../errors.js';
+import { checkOptionKeys, optionKeys } from '../input/options.js';
 import type { FinishedStatus } from '../sql/lease-purge-finished.js';
 
 /**
@@ -43,6 +44,8 @@ export interface RetentionSettings {
 /** The default age of done and cancelled rows: a week, as pg-boss keeps completed jobs. */
 export const DEFAULT_RETENTION_AGE = '7d';
 
+const RETENTION_OPTIONS = optionKeys<RetentionOptions>()('the worker\'s retention', ['done', 'cancelled', 'dead', 'every', 'batchSize']);
+
 /**
  * Checks `retention` as a worker was given it: `false` turns it off for that worker, undefined
  * means the defaults. Throws ConfigError at the call that supplied a bad value.
@@ -53,6 +56,7 @@ export function retentionSettings(options: RetentionOptions | false | undefined)
   if (options !== undefined && (typeof options !== 'object' || options === null || Array.isArray(options))) {
     throw new ConfigError('retention', 'Expected `retention` to be an object of ages (e.g. { done: \'7d\' }) or false');
   }
+  checkOptionKeys(options, RETENTION_OPTIONS, 'retention.');
   const o = options ?? {};
   const age = (status: FinishedStatus, fallback: Duration | false): [FinishedStatus, number][] => {
     const value = o[status] === undefined ? fallback : o[status];

@@ -1,5 +1,6 @@
 import { checkInteger } from '../input/integer.js';
 import { checkName } from '../input/text.js';
+import { checkOptionKeys, optionKeys } from '../input/options.js';
 import { ConfigError } from '../leasehold-error.js';
 import { prepareInserts } from '../task/enqueue.js';
 import type { TaskDefinition } from '../task/define-task.js';
@@ -44,6 +45,11 @@ export interface ScheduleDefinition<P = unknown> {
 /** Most missed ticks one catch-up may enqueue: a catch-up is one transaction. */
 export const MAX_CATCH_UP = 1_000;
 
+const SCHEDULE_OPTIONS = optionKeys<ScheduleOptions<unknown>>()('defineSchedule', ['cron', 'timezone', 'payload', 'catchUp'], {
+  tz: 'the time zone is `timezone`',
+  schedule: 'the cron expression is `cron`',
+});
+
 /**
  * Declares a recurring task. Each tick enqueues exactly one task however many worker processes
  * run the schedule: the tick is fired through the schedule's row in the database, never by a
@@ -62,6 +68,7 @@ export function defineSchedule<P>(name: string, task: TaskDefinition<P>, options
     throw new ConfigError('task', `Expected the task of schedule "${name}" to be made by defineTask()`);
   }
   if (task.ordered) throw new ConfigError('task', `Schedule "${name}": an ordered task needs a group key per tick, which schedules do not give`);
+  checkOptionKeys(options, SCHEDULE_OPTIONS, '', `defineSchedule "${name}"`);
   const rule = new CronRule(options?.cron, options.timezone ?? 'UTC');
   const catchUp = checkInteger(options.catchUp ?? 0, 'catchUp', { min: 0, max: MAX_CATCH_UP });
   if (!('payload' in options)) throw new ConfigError('payload', `Expected schedule "${name}" to give a \`payload\` (a value, or a function of the tick)`);

@@ -6,6 +6,7 @@ import { parseDuration, type Duration } from '../duration.js';
 import { toError } from '../errors.js';
 import { validateIdentifier } from '../input/identifier.js';
 import { checkName } from '../input/text.js';
+import { checkOptionKeys, optionKeys } from '../input/options.js';
 import { ConfigError } from '../leasehold-error.js';
 import { taskTable } from '../leased-table.js';
 import { execute, noPreparedStatements } from '../sql/execute.js';
@@ -83,6 +84,7 @@ export class Scheduler extends EventEmitter<SchedulerEventMap> {
   constructor(options: SchedulerOptions) {
     super();
     if (typeof options?.pool?.connect !== 'function') throw new ConfigError('pool', 'Expected `pool` to be a pg Pool');
+    checkOptionKeys(options, SCHEDULER_OPTIONS);
     if (!Array.isArray(options.schedules)) throw new ConfigError('schedules', 'Expected `schedules` to be an array made by defineSchedule()');
     const names = new Set<string>();
     for (const s of options.schedules) {
@@ -235,6 +237,8 @@ function declaration(schedule: ScheduleDefinition<unknown>): ScheduleDeclaration
   const { name, task, rule, catchUp } = schedule;
   return { name, taskName: task.name, cron: rule.expression, timezone: rule.timezone, catchUp };
 }
+
+const SCHEDULER_OPTIONS = optionKeys<SchedulerOptions>()('createScheduler', ['pool', 'schedules', 'schema', 'owner', 'logger', 'noPreparedStatements']);
 
 /** Creates a {@link Scheduler}; options are checked here, before anything touches the database. */
 export function createScheduler(options: SchedulerOptions): Scheduler {

@@ -8,6 +8,7 @@ import { CORE_MIGRATION_LINE } from '../worker/core-migration-line.js';
 import { runnerControl, type HandlerContext } from '../worker/handler-context.js';
 import { WorkflowRun } from '../workflow/workflow-run.js';
 import { recordedJson } from '../input/json-value.js';
+import { checkOptionKeys, optionKeys } from '../input/options.js';
 import type { TransactionSource } from '../sql/transaction.js';
 import type { SignalDefinition } from '../workflow/define-signal.js';
 import type { TaskRef } from '../workflow/task-ref.js';
@@ -21,7 +22,7 @@ import { TaskWorker } from './task-worker.js';
 import type { RetentionOptions } from '../retention/retention-options.js';
 import type { LeaseWorkerOptions } from '../worker/lease-worker-options.js';
 import type { TaskContext, TaskDefinition } from './define-task.js';
-import { prepareInserts, validatePayload } from './enqueue.js';
+import { ENQUEUE_OPTIONS, prepareInserts, validatePayload } from './enqueue.js';
 
 /**
  * The worker runtime's options a typed-task worker passes through as they are.
@@ -53,6 +54,13 @@ export type WorkerOptions = Pick<LeaseWorkerOptions<TaskRow>, RuntimeOptions> & 
 
 type WorkerRuntime = LeaseWorkerOptions<TaskRow>;
 
+const TASK_HINT = 'belongs on defineTask: each task type sets its own';
+const WORKER_OPTIONS = optionKeys<WorkerOptions>()(
+  'createWorker',
+  ['pool', 'tasks', 'schema', 'schedules', 'retention', 'owner', 'concurrency', 'batch', 'prefetch', 'maxPrefetch', 'pollInterval', 'heartbeatInterval', 'listen', 'logger', 'noPreparedStatements', 'listenConnectionString'],
+  Object.fromEntries(['lease', 'handlerTimeout', 'backoff', 'maxDeferAge', 'maxAttempts', 'priority', 'ordered', 'limit', 'validate', 'handler', 'version', 'accepts'].map((key) => [key, `${key} ${TASK_HINT}`])),
+);
+
 /** A worker for typed tasks; see {@link LeaseWorker} for its lifecycle and events. */
 export type Worker = LeaseWorker<TaskRow>;
 
@@ -66,6 +74,7 @@ export type Worker = LeaseWorker<TaskRow>;
  * process.once('SIGTERM', () => void worker.stop({ timeout: '30s' }));
  */
 export function createWorker(options: WorkerOptions): Worker {
+  checkOptionKeys(options, WORKER_OPTIONS);
   if (!Array.isArray(options.tasks) || options.tasks.length === 0) {
     throw new ConfigError('tasks', 'Expected `tasks` to list at least one task made by defineTask()');
   }
@@ -224,7 +233,7 @@ class Context implements TaskContext<unknown> {
   get enqueue(): TaskContext<unknown>['enqueue'] {
     return (this.#enqueue ??= (next, payload, enqueueOptions = {}) => {
       // checked now, so a bad follow-up fails this handler rather than its commit
-      const rows = prepareInserts(next, [{ ...enqueueOptions, payload }]);
+      const rows = prepareInserts(next, [{ ...enqueueOptions, payload }], ENQUEUE_OPTIONS);
       const followUpTable = taskTable(enqueueOptions.schema ?? this.#schema);
       this.#ctx.onCommit(async (trx) => void (await taskInsertMany(trx, followUpTable, rows)));
     });

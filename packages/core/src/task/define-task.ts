@@ -2,6 +2,7 @@ import { ConfigError } from '../errors.js';
 import { checkInteger } from '../input/integer.js';
 import { INTEGER_RANGES } from '../input/limits.js';
 import { checkName } from '../input/text.js';
+import { checkOptionKeys, optionKeys } from '../input/options.js';
 import { isLimitDefinition, type LimitDefinition } from '../limits/define-limit.js';
 import type { Duration } from '../duration.js';
 import type { JsonPayloadCheck } from '../input/json-type.js';
@@ -194,6 +195,7 @@ export function defineTask<P, C = unknown, R = unknown>(name: string, options: T
   if (typeof options?.handler !== 'function') {
     throw new ConfigError('handler', `Expected \`handler\` of task "${name}" to be a function`);
   }
+  checkOptionKeys(options, TASK_OPTIONS, '', `defineTask "${name}"`);
   if (options.validate !== undefined && typeof options.validate.parse !== 'function') {
     throw new ConfigError('validate', `Expected \`validate\` of task "${name}" to have a parse(input) method`);
   }
@@ -214,6 +216,24 @@ export function defineTask<P, C = unknown, R = unknown>(name: string, options: T
     settings: runSettings(options),
   });
 }
+
+const ENQUEUE_HINT = 'belongs on enqueue: each task sets its own';
+const WORKER_HINT = 'belongs on createWorker';
+const TASK_OPTIONS = optionKeys<TaskOptions<unknown>>()(
+  'defineTask',
+  ['handler', 'validate', 'maxAttempts', 'priority', 'ordered', 'limit', 'version', 'accepts', 'lease', 'handlerTimeout', 'backoff', 'maxDeferAge'],
+  {
+    groupKey: `groupKey ${ENQUEUE_HINT}`,
+    dedupKey: `dedupKey ${ENQUEUE_HINT}`,
+    limitKey: `limitKey ${ENQUEUE_HINT}`,
+    delay: `delay ${ENQUEUE_HINT}`,
+    runAt: `runAt ${ENQUEUE_HINT}`,
+    schema: `schema ${WORKER_HINT} and enqueue`,
+    concurrency: `concurrency ${WORKER_HINT}, or on a limit (defineLimit) shared by tasks`,
+    pollInterval: `pollInterval ${WORKER_HINT}`,
+    batch: `batch ${WORKER_HINT}`,
+  },
+);
 
 function runsVersions(name: string, version: number, accepts: unknown): readonly number[] {
   if (accepts === undefined) return Object.freeze([version]);

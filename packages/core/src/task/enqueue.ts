@@ -2,6 +2,7 @@ import { MAX_DELAY_MS, parseDuration } from '../duration.js';
 import { ConfigError, PayloadValidationError } from '../errors.js';
 import { checkInteger } from '../input/integer.js';
 import { toJsonText } from '../input/json.js';
+import { checkOptionKeys, optionKeys, unknownKey, unknownOption, type KnownOptions } from '../input/options.js';
 import { INTEGER_RANGES } from '../input/limits.js';
 import { checkKey } from '../input/text.js';
 import { taskTable } from '../leased-table.js';
@@ -42,7 +43,7 @@ export async function enqueue<P, O extends boolean = boolean, R = unknown>(
 ): Promise<InsertedTask<R>> {
   const table = taskTable(options.schema);
   if (otelNow() === undefined) await otel(); // once per process: the optional API loads lazily
-  const [row] = prepareInserts(task, [{ ...options, payload }]);
+  const [row] = prepareInserts(task, [{ ...options, payload }], ENQUEUE_OPTIONS);
   if (row!.groupKey === null && row!.dedupKey === null && isPgPool(executor)) return (await sharedInsert(executor, table, row!)) as InsertedTask<R>;
   const [inserted] = await taskInsertMany(executor, table, [row!]);
   return inserted as InsertedTask<R>;
@@ -59,6 +60,7 @@ export async function enqueueMany<P, O extends boolean = boolean, R = unknown>(
   items: readonly EnqueueItemFor<NoInfer<P>, O>[],
   options: { schema?: string } = {},
 ): Promise<InsertedTask<R>[]> {
+  checkOptionKeys(options, ENQUEUE_MANY_OPTIONS);
   const table = taskTable(options.schema);
   if (otelNow() === undefined) await otel(); // once per process: the optional API loads lazily
   const rows = prepareInserts(task, items);
@@ -83,19 +85,42 @@ export async function enqueueMany<P, O extends boolean = boolean, R = unknown>(
   });
 }
 
+const ENQUEUE_HINTS = {
+  lease: 'lease belongs on defineTask',
+  handlerTimeout: 'handlerTimeout belongs on defineTask',
+  backoff: 'backoff belongs on defineTask',
+  ordered: 'ordered belongs on defineTask',
+  limit: 'the limit belongs on defineTask; enqueue takes its `limitKey`',
+};
+const ITEM_KEYS = ['payload', 'runAt', 'delay', 'priority', 'groupKey', 'dedupKey', 'limitKey', 'maxAttempts'] as const;
+/** What `enqueue` and `ctx.enqueue` take: the options and, spread in with them, the payload. @internal */
+export const ENQUEUE_OPTIONS = optionKeys<EnqueueOptions & { payload: unknown }>()('enqueue', [...ITEM_KEYS, 'schema'], ENQUEUE_HINTS);
+// an item of enqueueMany or ctx.spawn: the schema is the call's, not the item's
+const ITEM_OPTIONS = optionKeys<EnqueueItem<unknown>>()('an enqueueMany item', ITEM_KEYS, {
+  ...ENQUEUE_HINTS,
+  schema: 'schema belongs on the options of enqueueMany, the last argument',
+});
+const ENQUEUE_MANY_OPTIONS = optionKeys<{ schema?: string }>()('enqueueMany', ['schema'], {
+  delay: 'give each item its own delay',
+  priority: 'give each item its own priority',
+});
+
 /**
  * Checks items and turns them into rows for the insert statement, each with the active trace
- * context (see {@link traceContextNow}). @internal
+ * context (see {@link traceContextNow}). `keys`: what an item may hold (`enqueue` passes its
+ * options with the payload). @internal
  */
-export function prepareInserts<P>(task: TaskDefinition<P>, items: readonly EnqueueItem<P>[]): TaskInsert[] {
+export function prepareInserts<P>(task: TaskDefinition<P>, items: readonly EnqueueItem<P>[], keys: KnownOptions = ITEM_OPTIONS): TaskInsert[] {
   const trace = traceContextNow();
-  return items.map((item) => toInsert(task, item, trace));
+  return items.map((item, i) => toInsert(task, item, trace, keys, i));
 }
 
-function toInsert<P>(task: TaskDefinition<P>, item: EnqueueItem<P>, trace: TraceContext | null): TaskInsert {
+function toInsert<P>(task: TaskDefinition<P>, item: EnqueueItem<P>, trace: TraceContext | null, keys: KnownOptions, index: number): TaskInsert {
   if (typeof task?.name !== 'string' || typeof task.handler !== 'function') {
     throw new ConfigError('task', 'Expected a task made by defineTask()');
   }
+  const unknown = unknownKey(item, keys);
+  if (unknown !== undefined) throw unknownOption(unknown, keys, keys === ITEM_OPTIONS ? `items[${index}].` : '');
   const payloadJson = payloadText(task, validatePayload(task, item.payload));
   if (task.ordered && (item.groupKey === undefined || item.groupKey === '')) {
     throw new ConfigError('groupKey', `Task "${task.name}" is ordered: enqueue needs a \`groupKey\``);

@@ -2,6 +2,7 @@ import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { parseDuration, parseInteger, type Duration } from '../duration.js';
 import { ConfigError } from '../errors.js';
+import { checkOptionKeys, optionKeys } from '../input/options.js';
 import type { LeasedTable } from '../leased-table.js';
 import type { MigrationLine } from '../migrate/migrator.js';
 import { checkOwner } from '../primitives.js';
@@ -147,8 +148,16 @@ export interface NormalizedLeaseWorkerOptions<Row> {
   readonly telemetry: TelemetryNaming<Row>;
 }
 
+// every key of LeaseWorkerOptions: createWorker passes its own (table, names, versions…) through here too
+const LEASE_WORKER_OPTIONS = optionKeys<LeaseWorkerOptions<unknown>>()('createLeaseWorker', [
+  'pool', 'table', 'handle', 'result', 'owner', 'concurrency', 'batch', 'prefetch', 'maxPrefetch', 'pollInterval', 'heartbeatInterval',
+  'names', 'versions', 'settingsFor', 'leaseMsByName', 'logger', 'migrationLines', 'limits', 'retention', 'telemetry',
+  'lease', 'handlerTimeout', 'backoff', 'maxDeferAge', 'listen', 'noPreparedStatements', 'listenConnectionString',
+]);
+
 /** Validates every option before anything touches the database. @internal */
 export function normalizeLeaseWorkerOptions<Row>(options: LeaseWorkerOptions<Row>): NormalizedLeaseWorkerOptions<Row> {
+  checkOptionKeys(options, LEASE_WORKER_OPTIONS);
   if (typeof options.pool?.connect !== 'function' || typeof options.pool.query !== 'function') {
     throw new ConfigError('pool', 'Expected `pool` to be a pg Pool');
   }

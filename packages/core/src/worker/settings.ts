@@ -1,6 +1,7 @@
 import { DEFAULT_BACKOFF, type BackoffPolicy } from '../backoff.js';
 import { MAX_DELAY_MS, parseDuration, type Duration } from '../duration.js';
 import { ConfigError } from '../errors.js';
+import { checkOptionKeys, optionKeys } from '../input/options.js';
 import type { RetryPolicy } from '../transition-for.js';
 
 /** How one task is run: its lease, its time limit and its retry policy. */
@@ -23,6 +24,8 @@ export interface RunOptions {
   maxDeferAge?: Duration;
 }
 
+const BACKOFF_OPTIONS = optionKeys<NonNullable<RunOptions['backoff']>>()('`backoff`', ['base', 'cap'], { max: 'the most is `cap`', min: 'the least is `base`' });
+
 /** Checks and normalises {@link RunOptions}; throws a `ConfigError` naming the option. */
 export function runSettings(options: RunOptions, prefix = ''): RunSettings {
   const name = (option: string) => `${prefix}${option}`;
@@ -35,6 +38,7 @@ export function runSettings(options: RunOptions, prefix = ''): RunSettings {
       `Expected \`${name('handlerTimeout')}\` (${handlerTimeoutMs} ms) to be shorter than \`${name('lease')}\` (${leaseMs} ms)`,
     );
   }
+  checkOptionKeys(options.backoff, BACKOFF_OPTIONS, name('backoff.'), '`backoff`');
   const backoff: BackoffPolicy = {
     baseMs: options.backoff?.base === undefined ? DEFAULT_BACKOFF.baseMs : parseDuration(options.backoff.base, name('backoff.base'), { max: MAX_DELAY_MS }),
     capMs: options.backoff?.cap === undefined ? DEFAULT_BACKOFF.capMs : parseDuration(options.backoff.cap, name('backoff.cap'), { max: MAX_DELAY_MS }),
