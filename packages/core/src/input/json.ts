@@ -83,6 +83,8 @@ function faultAt(value: unknown, depth: number): WalkFault | undefined {
       if (Array.isArray(value)) {
         for (let i = 0; i < value.length; i++) {
           const item: unknown = value[i];
+          // strings, booleans, null and finite numbers inline: most of a payload, without a call
+          if (typeof item === 'string' || typeof item === 'boolean' || item === null || (typeof item === 'number' && Number.isFinite(item))) continue;
           const fault = item === undefined ? walkFault('undefined', 'pass null (JSON would store null in its place)') : faultAt(item, depth + 1);
           if (fault !== undefined) {
             fault.segments.push(`[${i}]`);
@@ -93,9 +95,13 @@ function faultAt(value: unknown, depth: number): WalkFault | undefined {
       }
       const proto = Object.getPrototypeOf(value) as unknown;
       if (proto !== Object.prototype && proto !== null) return objectFault(value);
-      for (const key of Object.keys(value)) {
+      // for…in allocates no key array; with Object.prototype (or null) as the prototype it
+      // yields the own enumerable keys JSON.stringify writes (unless something made a key of
+      // Object.prototype itself enumerable, which breaks far more than this)
+      for (const key in value) {
         const item = (value as Record<string, unknown>)[key];
-        if (item === undefined) continue; // an absent property reads the same
+        // an absent property reads the same as an undefined one; the rest as for arrays
+        if (item === undefined || typeof item === 'string' || typeof item === 'boolean' || item === null || (typeof item === 'number' && Number.isFinite(item))) continue;
         const fault = faultAt(item, depth + 1);
         if (fault !== undefined) {
           fault.segments.push(IDENTIFIER.test(key) ? `.${key}` : `[${JSON.stringify(key.length > 40 ? `${key.slice(0, 40)}…` : key)}]`);
