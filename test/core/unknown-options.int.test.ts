@@ -116,6 +116,9 @@ describe('an unknown option is a ConfigError naming it', () => {
     expect(refusal(() => verifyWebhook({}, '', 'whsec_x', { toleranse: '1m' } as never)).option).toBe('toleranse');
     expect(refusal(() => createInbox({ table: 'x' } as never)).option).toBe('table');
     expect(refusal(() => mountDashboard({ database: t.pool, port: 4100 } as never)).message).toContain('port belongs on startDashboard');
+    expect((await refusalAsync(createOutbox().purgeDone(noSql, { olderThan: '7d', batchSise: 10 } as never))).message).toContain('did you mean `batchSize`?');
+    const worker = createWorker({ pool: new pg.Pool(), tasks: [report] });
+    expect(refusal(() => void worker.stop({ timout: '1s' } as never)).message).toBe('unknown option `timout` for worker.stop; did you mean `timeout`?');
     expect((await refusalAsync(startDashboard({ database: t.pool, port: 0, readonly: true } as never))).message).toContain('did you mean `readOnly`?');
   });
 });

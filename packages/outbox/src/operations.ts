@@ -12,7 +12,7 @@ import {
   type LeasedTable,
   type LeaseStats,
 } from '@leasehold/core';
-import { checkInteger, checkRowId, checkText, parseDuration } from '@leasehold/core/internal';
+import { checkInteger, checkOptionKeys, checkRowId, checkText, optionKeys, parseDuration } from '@leasehold/core/internal';
 import type { OutboxRow } from './outbox-table.js';
 
 /**
@@ -46,6 +46,8 @@ export interface DeadListOptions {
   afterId?: string;
 }
 
+const DEAD_LIST_OPTIONS = optionKeys<DeadListOptions>()('outbox.dead', ['limit', 'afterId']);
+
 /** Options of `Outbox.purgeDone`. */
 export interface PurgeDoneOptions {
   /** Keep delivered messages this long after delivery (ms or e.g. `'7d'`); 0 purges all. */
@@ -56,6 +58,8 @@ export interface PurgeDoneOptions {
   signal?: AbortSignal;
 }
 
+const PURGE_DONE_OPTIONS = optionKeys<PurgeDoneOptions>()('outbox.purgeDone', ['olderThan', 'batchSize', 'signal']);
+
 /** What `Outbox.purgeDone` deleted. */
 export interface PurgeDoneResult {
   readonly deleted: number;
@@ -65,6 +69,7 @@ export interface PurgeDoneResult {
 
 /** @internal */
 export async function listDead(executor: Executor, table: LeasedTable<OutboxRow>, options: DeadListOptions = {}): Promise<DeadMessage[]> {
+  checkOptionKeys(options, DEAD_LIST_OPTIONS);
   const limit = checkInteger(options.limit ?? 100, 'limit', INTEGER_RANGES.batch);
   const afterId = options.afterId === undefined ? null : checkIds([options.afterId], 'afterId')[0]!;
   const rows = await leaseDeadList(executor, table, { limit, afterId });
@@ -94,6 +99,7 @@ export async function skipDead(executor: Executor, table: LeasedTable<unknown>, 
 
 /** @internal */
 export async function purgeDone(executor: Executor, table: LeasedTable<unknown>, options: PurgeDoneOptions): Promise<PurgeDoneResult> {
+  checkOptionKeys(options, PURGE_DONE_OPTIONS);
   const olderThanMs = parseDuration(options?.olderThan, 'olderThan', { allowZero: true });
   const batchSize = checkInteger(options.batchSize ?? 1_000, 'batchSize', INTEGER_RANGES.purgeBatchSize);
   let deleted = 0;

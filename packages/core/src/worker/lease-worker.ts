@@ -1,4 +1,5 @@
 import { EventEmitter } from 'eventemitter3';
+import { checkOptionKeys, optionKeys } from '../input/options.js';
 import { parseDuration, type Duration } from '../duration.js';
 import { checkDatabase, describeTarget } from './check-database.js';
 import { claimLoop } from './claim-loop.js';
@@ -38,6 +39,8 @@ export interface StopOptions {
    */
   timeout?: Duration;
 }
+
+const STOP_OPTIONS = optionKeys<StopOptions>()('worker.stop', ['timeout']);
 
 /**
  * Runs handlers for the rows of one leased table: claims only what its free slots (plus its
@@ -271,6 +274,7 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
    * timer or connection of the worker is left. Idempotent; safe before and during `start()`.
    */
   stop(options: StopOptions = {}): Promise<void> {
+    checkOptionKeys(options, STOP_OPTIONS);
     const timeoutMs = parseDuration(options.timeout ?? '30s', 'timeout', { allowZero: true });
     if (this.#state === 'new') this.#state = 'stopped';
     if (this.#state === 'stopped' && !this.#stopping) return Promise.resolve();
