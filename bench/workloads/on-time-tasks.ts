@@ -55,15 +55,14 @@ export function onTimeTasks(s: OnTimeSettings, hooks: OnTimeHooks = none) {
   const rateLimit = defineLimit(LIMIT_NAME, { rate: { limit: s.rate ?? 50, period: '1s' } });
   const concLimit = defineLimit('on-time-concurrency', { concurrency: s.concurrency ?? 1000 });
   return {
-    /** A workflow: sleep, then one database step that reads the database's clock. */
+    /**
+     * A workflow: sleep, then one step that notes when it started by the worker's clock (the
+     * shape of the workflow harness's wf-sleep: a plain recorded step after the sleep).
+     */
     sleep: defineTask<{ i: number }>(ON_TIME.sleep, {
       handler: async ({ i }, ctx) => {
         await ctx.sleep(SLEEP_STEP, s.sleepMs ?? 1000);
-        const r = await ctx.dbStep(AFTER_STEP, async (client) => {
-          const local = wallNow();
-          const { rows } = await client.query(`SELECT extract(epoch FROM clock_timestamp())::float8 * 1000 AS db`);
-          return { db: Number((rows[0] as { db: number }).db), local };
-        });
+        const r = await ctx.step(AFTER_STEP, async () => ({ local: wallNow() }));
         hooks.start(i, r.local, 'sleep');
       },
     }),

@@ -300,7 +300,8 @@ function claimParts(shape: ClaimShape, v: ClaimValues): ClaimParts {
   const claimed = (from: RawBuilder<unknown>) => sql`claimed AS (
         UPDATE ${t} AS o
         SET status = 'processing',
-            scheduled = false,
+            scheduled = false,${shape.table.waits ? sql`
+            wait_for = NULL,` : sql``}
             lease_owner = ${v.owner},
             lease_until = now() + ${leaseMs} * interval '1 millisecond',
             lease_version = o.lease_version + 1,
@@ -333,13 +334,27 @@ function claimStatement(shape: ClaimShape, v: ClaimValues): RawBuilder<Record<st
   const flows = shape.flows ? limitClaimCtes({ table, t, limit, nameFilter, flows: flowLiterals(shape.flowNames), flowBatch: sql`${v.flowBatch}` }) : sql``;
   const admitted = shape.flows ? sql`UNION ALL SELECT * FROM flow_taken` : sql``;
   const written = shape.flows ? limitWriteCtes({ table }) : sql``;
-  // parked rows due to wake (a sleep over, a wait's deadline): back to pending, where the next
-  // claim finds them as due rows (this one's snapshot cannot see them change)
+  // Parked rows due to wake (a sleep over, a wait's deadline) that this claim may take: a source
+  // of their own, claimed from `waiting` straight to `processing` (one claim per wake, not a wake
+  // and then a claim). Rows under a limit are not: those go through the limit's own sources.
+  const parked = table.waits
+    ? sql`, parked AS (
+        SELECT c.id, c.priority FROM ${t} AS c
+        WHERE c.status = 'waiting' AND c.scheduled AND c.available_at <= now() ${unlimited} ${nameFilter}
+        ORDER BY c.available_at, c.id
+        LIMIT ${limit}
+        FOR UPDATE SKIP LOCKED
+      )`
+    : sql``;
+  // The other parked rows due (another worker's names or versions, under a limit, or past this
+  // claim's batch): back to pending, where the next claim finds them as due rows (this one's
+  // snapshot cannot see them change). Not those this claim took (its own locks do not skip them).
   const woken = table.waits
     ? sql`, woken AS (
         UPDATE ${t} AS w SET status = 'pending', scheduled = true, wait_for = NULL
         WHERE w.id = ANY(ARRAY(
           SELECT c.id FROM ${t} AS c WHERE c.status = 'waiting' AND c.scheduled AND c.available_at <= now()
+            AND NOT c.id = ANY(ARRAY(SELECT id FROM picked))
           ORDER BY c.available_at, c.id LIMIT ${limit} FOR UPDATE SKIP LOCKED))
         RETURNING 1
       )`
@@ -372,11 +387,12 @@ function claimStatement(shape: ClaimShape, v: ClaimValues): RawBuilder<Record<st
         ORDER BY c.lease_until, c.id
         LIMIT ${limit}
         FOR UPDATE SKIP LOCKED
-      )${woken}${flows}, ${nextDue}, picked AS (
-        SELECT id FROM (SELECT * FROM ready UNION ALL SELECT * FROM due UNION ALL SELECT * FROM expired ${admitted}) AS candidate
+      )${parked}${flows}, picked AS (
+        SELECT id FROM (SELECT * FROM ready UNION ALL SELECT * FROM due UNION ALL SELECT * FROM expired
+                        ${table.waits ? sql`UNION ALL SELECT * FROM parked` : sql``} ${admitted}) AS candidate
         ORDER BY priority DESC, id
         LIMIT ${limit}
-      ), ${claimed(sql`picked`)}${written}
+      ), ${claimed(sql`picked`)}${woken}, ${nextDue}${written}
       ${table.claimJson === undefined ? rowsWholeSelect(table, shape.flows) : jsonWholeSelect(shape.flows)}
     `;
 }
