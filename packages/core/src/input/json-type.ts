@@ -44,6 +44,8 @@ export type JsonCompatible<T> = unknown extends T
  * say which field is not JSON (`Property ''the payload type is not JSON'' is missing … { when: "a
  * Date is not JSON: …" }`). A parameter's type rather than a constraint on `P`, so that
  * `defineTask<unknown>` and payload types inferred from the handler or the validator still work.
- * @internal
+ *
+ * @example
+ * type Ok = JsonPayloadCheck<{ at: string }>; // unknown: any options do
  */
 export type JsonPayloadCheck<P> = unknown extends P ? unknown : [P] extends [JsonCompatible<P>] ? unknown : { 'the payload type is not JSON': JsonCompatible<P> };
