@@ -5,6 +5,7 @@ import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import {
   ConfigError,
+  createWorker,
   defineSignal,
   defineTask,
   enqueue,
@@ -16,9 +17,11 @@ import {
 } from '@leasehold/core';
 import { createOutbox } from '@leasehold/outbox';
 import { useTestDatabase } from '../fixtures.js';
+import { nextEvent, useWorkers } from '../workers.js';
 import { readMessages, resetOutbox } from '../outbox/helpers.js';
 
 const t = useTestDatabase();
+const track = useWorkers();
 
 // typed as a JavaScript caller (or a variable of a wider type) would reach it: the run-time check
 // is what stands between these values and the table
@@ -95,5 +98,20 @@ describe('a payload that is not JSON is refused where it enters, and nothing is 
       option: 'events[1].payload.lines[0].qty',
     });
     expect(await readMessages(t.db)).toEqual([]);
+  });
+
+  it('a checkpoint that is not JSON sends the task dead with the path; nothing is saved', async () => {
+    const saving = defineTask<{ n: number }>('json-checkpoint', {
+      handler: async (_payload, ctx) => ctx.checkpoint({ seen: new Set([1]) }),
+    });
+    const worker = track(createWorker({ pool: t.pool, tasks: [saving], pollInterval: '10s', logger: null }));
+    await worker.start();
+    const dead = nextEvent(worker, 'task:dead');
+    const { id } = await enqueue(t.pool, saving, { n: 1 });
+    const { error } = await dead;
+    expect(error.message).toBe('the checkpoint of task "json-checkpoint" is not JSON-serialisable: .seen is a Set; pass an array ([...set]) (JSON would store {})');
+    const { rows } = await sql<{ checkpoint: unknown; status: string }>`SELECT checkpoint, status FROM leasehold.task WHERE id = ${id}::bigint`.execute(t.db);
+    expect(rows).toEqual([{ checkpoint: null, status: 'dead' }]);
+    await worker.stop();
   });
 });
