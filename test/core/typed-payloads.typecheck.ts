@@ -84,3 +84,11 @@ defineTask<{ id: bigint }>('bigint', { handler: noop });
 defineTask('inferred-date', { handler: async (p: { when: Date }) => void p.when });
 // @ts-expect-error -- and from the validator
 defineTask('validated-set', { validate: { parse: (input: unknown) => input as { ids: Set<string> } }, handler: noop });
+
+// a handler's result and a checkpoint are stored as JSON too
+defineTask('json-result', { handler: async (p: { n: number }) => ({ doubled: p.n * 2, at: new Date().toISOString() }) });
+defineTask<{ n: number }, { done: number }>('json-checkpoint', { handler: noop });
+// @ts-expect-error -- a result that is a Date would come back a string from waitForResult
+defineTask('date-result', { handler: async (p: { n: number }) => ({ n: p.n, at: new Date() }) });
+// @ts-expect-error -- a checkpoint type with a Map would come back as {}
+defineTask<{ n: number }, { seen: Map<string, number> }>('map-checkpoint', { handler: noop });

@@ -20,7 +20,7 @@ export type { EnqueueOptions } from './task/enqueue-options.js';
 export { enqueue, enqueueMany, type EnqueueItem } from './task/enqueue.js';
 export type { OrderedEnqueueOptions, EnqueueOptionsArg, EnqueueItemFor } from './task/enqueue-args.js';
 export type { InsertedTask } from './sql/task-insert-many.js';
-export type { JsonValue, JsonCompatible, JsonPayloadCheck } from './input/json-type.js';
+export type { JsonValue, JsonCompatible, JsonPayloadCheck, JsonTypeCheck } from './input/json-type.js';
 export { createWorker, type Worker, type WorkerOptions } from './task/create-worker.js';
 export { migrate, type MigrateOptions, type MigrateResult } from './migrate/migrator.js';
 

@@ -48,4 +48,17 @@ export type JsonCompatible<T> = unknown extends T
  * @example
  * type Ok = JsonPayloadCheck<{ at: string }>; // unknown: any options do
  */
-export type JsonPayloadCheck<P> = unknown extends P ? unknown : [P] extends [JsonCompatible<P>] ? unknown : { 'the payload type is not JSON': JsonCompatible<P> };
+export type JsonPayloadCheck<P> = JsonTypeCheck<P, 'payload'>;
+
+/**
+ * {@link JsonPayloadCheck} for any type `T` stored as JSON, named `what` in the error
+ * (`the result type is not JSON`): `defineTask` checks its result and checkpoint types with it.
+ *
+ * @example
+ * type Refused = JsonTypeCheck<{ at: Date }, 'result'>; // { 'the result type is not JSON': { at: "a Date is not JSON: …" } }
+ */
+export type JsonTypeCheck<T, What extends string> = unknown extends T
+  ? unknown
+  : [T] extends [JsonCompatible<T>]
+    ? unknown
+    : { [K in `the ${What} type is not JSON`]: JsonCompatible<T> };

@@ -5,7 +5,7 @@ import { checkName } from '../input/text.js';
 import { checkOptionKeys, optionKeys } from '../input/options.js';
 import { isLimitDefinition, type LimitDefinition } from '../limits/define-limit.js';
 import type { Duration } from '../duration.js';
-import type { JsonPayloadCheck } from '../input/json-type.js';
+import type { JsonPayloadCheck, JsonTypeCheck } from '../input/json-type.js';
 import type { PgPoolLike } from '../sql/transaction.js';
 import type { HandlerContext } from '../worker/handler-context.js';
 import type { SignalDefinition } from '../workflow/define-signal.js';
@@ -187,9 +187,9 @@ export interface TaskDefinition<P, C = unknown, O extends boolean = boolean, R =
  */
 // an ordered task's definition says so in its type, so that enqueue requires its groupKey
 // and a payload type that is not JSON (a Date, a Map, a function…) does not compile: see JsonPayloadCheck
-export function defineTask<P, C = unknown, R = unknown>(name: string, options: TaskOptions<P, C, R> & { ordered: true } & JsonPayloadCheck<NoInfer<P>>): TaskDefinition<P, C, true, R>;
-export function defineTask<P, C = unknown, R = unknown>(name: string, options: TaskOptions<P, C, R> & { ordered?: false } & JsonPayloadCheck<NoInfer<P>>): TaskDefinition<P, C, false, R>;
-export function defineTask<P, C = unknown, R = unknown>(name: string, options: TaskOptions<P, C, R> & JsonPayloadCheck<NoInfer<P>>): TaskDefinition<P, C, boolean, R>;
+export function defineTask<P, C = unknown, R = unknown>(name: string, options: TaskOptions<P, C, R> & { ordered: true } & JsonPayloadCheck<NoInfer<P>> & JsonTypeCheck<NoInfer<R>, 'result'> & JsonTypeCheck<NoInfer<C>, 'checkpoint'>): TaskDefinition<P, C, true, R>;
+export function defineTask<P, C = unknown, R = unknown>(name: string, options: TaskOptions<P, C, R> & { ordered?: false } & JsonPayloadCheck<NoInfer<P>> & JsonTypeCheck<NoInfer<R>, 'result'> & JsonTypeCheck<NoInfer<C>, 'checkpoint'>): TaskDefinition<P, C, false, R>;
+export function defineTask<P, C = unknown, R = unknown>(name: string, options: TaskOptions<P, C, R> & JsonPayloadCheck<NoInfer<P>> & JsonTypeCheck<NoInfer<R>, 'result'> & JsonTypeCheck<NoInfer<C>, 'checkpoint'>): TaskDefinition<P, C, boolean, R>;
 export function defineTask<P, C = unknown, R = unknown>(name: string, options: TaskOptions<P, C, R>): TaskDefinition<P, C, boolean, R> {
   checkName(name, 'name', 'the task name');
   if (typeof options?.handler !== 'function') {
