@@ -5,6 +5,7 @@ import {
   type DeadResolution,
   type Executor,
   type LeasedTable,
+  type JsonTypeCheck,
 } from '@leasehold/core';
 import { checkOptionKeys, leaseLockGroups, leaseSettleGroups, currentTraceHeaders, optionKeys } from '@leasehold/core/internal';
 import { checkEvent, checkMaxAttempts, type OutboxEvent } from './event.js';
@@ -50,9 +51,9 @@ export interface Outbox {
    * pool or a Kysely instance, lock and insert get a transaction of their own.
    * Throws `ConfigError` naming the invalid field.
    */
-  add(executor: Executor, event: OutboxEvent): Promise<string>;
+  add<P>(executor: Executor, event: OutboxEvent<P> & JsonTypeCheck<NoInfer<P>, 'payload'>): Promise<string>;
   /** Like `add` for many events in one statement; ids in input order. */
-  addMany(executor: Executor, events: readonly OutboxEvent[]): Promise<string[]>;
+  addMany<E extends OutboxEvent<unknown>>(executor: Executor, events: readonly (E & JsonTypeCheck<NoInfer<E>['payload'], 'payload'>)[]): Promise<string[]>;
   /** Counts by status, oldest undelivered age, expired leases, attempts histogram. */
   stats(executor: Executor): Promise<OutboxStats>;
   /** Dead messages by id, a page at a time. */
@@ -111,12 +112,12 @@ export function createOutbox(options: OutboxOptions = {}): Outbox {
 
   return Object.freeze({
     table,
-    async add(executor: Executor, event: OutboxEvent) {
+    async add(executor: Executor, event: OutboxEvent<unknown>) {
       const trace = await currentTraceHeaders();
       const [id] = await insert(executor, [toInsert(withTrace(event, trace), 'event')]);
       return id!;
     },
-    async addMany(executor: Executor, events: readonly OutboxEvent[]) {
+    async addMany(executor: Executor, events: readonly OutboxEvent<unknown>[]) {
       if (!Array.isArray(events)) throw new ConfigError('events', 'Expected `events` to be an array');
       const trace = await currentTraceHeaders();
       return insert(executor, events.map((e, i) => toInsert(withTrace(e, trace), `events[${i}]`)));
