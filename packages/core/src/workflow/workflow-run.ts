@@ -26,8 +26,8 @@ import { withSpan, type SpanOptions } from '../telemetry/with-span.js';
 import { runnerControl, type HandlerContext } from '../worker/handler-context.js';
 import { checkSignal, type SignalDefinition } from './define-signal.js';
 import { recordedJson } from './json-value.js';
-import { ParkRecorder } from './park-recorder.js';
-import { StepRecorder } from './step-recorder.js';
+import { parkRecorder } from './park-recorder.js';
+import { stepRecorder } from './step-recorder.js';
 import type { TaskRef } from './task-ref.js';
 
 /** What `ctx.waitForSignal` resumes with: the signal's payload, or the wait's timeout. */
@@ -96,7 +96,7 @@ export class WorkflowRun {
         const value = await fn();
         const json = recordedJson(value, `the result of step "${step}"`);
         const task = this.#task;
-        const written = await StepRecorder.of(this.#pool, this.#table).record({ taskId: task.id, leaseVersion: task.leaseVersion, name: step, resultJson: json, position: call.position });
+        const written = await stepRecorder(this.#pool, this.#table).submit({ taskId: task.id, leaseVersion: task.leaseVersion, name: step, resultJson: json, position: call.position });
         if (!written) throw await this.#refused(`step "${step}"`);
         return value;
       });
@@ -142,7 +142,7 @@ export class WorkflowRun {
       if ((await this.#replay(call))?.done) return;
       this.#live();
       const task = this.#task;
-      const parked = await ParkRecorder.of(this.#pool, this.#table).park({ kind: 'sleep', taskId: task.id, leaseVersion: task.leaseVersion, name: step, position: call.position, ...wake });
+      const parked = await parkRecorder(this.#pool, this.#table).submit({ kind: 'sleep', taskId: task.id, leaseVersion: task.leaseVersion, name: step, position: call.position, ...wake });
       const outcome: Outcome<void> = parked.kind === 'continue' ? { kind: 'continue', value: undefined } : this.#parkOutcome(parked, 'sleep');
       return await this.#settle(outcome, `sleep "${step}"`);
     } finally {
@@ -197,7 +197,7 @@ export class WorkflowRun {
       this.#live();
       const task = this.#task;
       // under the lock: a child ending now waits for this write, then sees the park
-      const parked = await ParkRecorder.of(this.#pool, this.#table).park({ kind: 'children', taskId: task.id, leaseVersion: task.leaseVersion });
+      const parked = await parkRecorder(this.#pool, this.#table).submit({ kind: 'children', taskId: task.id, leaseVersion: task.leaseVersion });
       const outcome: Outcome<void> = parked.kind === 'continue' ? { kind: 'continue', value: undefined } : this.#parkOutcome(parked, 'children');
       await this.#settle(outcome, 'waiting for children');
       rows = await this.#children(ids);
@@ -240,7 +240,7 @@ export class WorkflowRun {
       if (recorded?.done) return recorded.result as SignalResult<S>;
       this.#live();
       const task = this.#task;
-      const parked = await ParkRecorder.of(this.#pool, this.#table).park({
+      const parked = await parkRecorder(this.#pool, this.#table).submit({
         kind: 'signal', taskId: task.id, leaseVersion: task.leaseVersion, name: step, position: call.position, signal: signalName, delayMs: timeoutMs,
       });
       const outcome: Outcome<SignalResult<S>> =

@@ -1,0 +1,85 @@
+import type { LeasedTable } from '../leased-table.js';
+
+interface Pending<Req, Res> {
+  readonly request: Req;
+  readonly resolve: (result: Res) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+/**
+ * Batches the writes of every workflow running on a pool, as the finalizer batches completions:
+ * while one write is in flight the next requests queue up and go out together, each still fenced
+ * by its own task's token. With many workflows writing at once that is one round trip (and one
+ * commit) for many; alone, a request goes out at once (after the current tick, which the requests
+ * made in it join). `take` picks the next batch from the queue and leaves the rest for the one
+ * after (all of it, unless the writer says otherwise).
+ * @internal
+ */
+export class WriteBatcher<Req, Res> {
+  readonly #write: (batch: readonly Req[]) => Promise<readonly Res[]>;
+  readonly #take: ((queue: readonly Req[]) => number[]) | undefined;
+  #queue: Pending<Req, Res>[] = [];
+  #draining = false;
+
+  /**
+   * `write` returns one result per request, in order. `take`, when given, returns the positions
+   * in the queue that make the next batch (the others wait for the batch after it).
+   */
+  constructor(write: (batch: readonly Req[]) => Promise<readonly Res[]>, take?: (queue: readonly Req[]) => number[]) {
+    this.#write = write;
+    this.#take = take;
+  }
+
+  /** Queues one request; resolves with its result, or rejects with its batch's error. */
+  submit(request: Req): Promise<Res> {
+    return new Promise((resolve, reject) => {
+      this.#queue.push({ request, resolve, reject });
+      if (!this.#draining) {
+        this.#draining = true;
+        void this.#drain();
+      }
+    });
+  }
+
+  async #drain(): Promise<void> {
+    try {
+      // let the requests of the same tick join the first batch
+      await new Promise<void>((r) => setImmediate(r));
+      while (this.#queue.length > 0) {
+        const queue = this.#queue;
+        let batch = queue;
+        if (this.#take === undefined) this.#queue = [];
+        else {
+          const chosen = new Set(this.#take(queue.map((p) => p.request)));
+          batch = queue.filter((_, i) => chosen.has(i));
+          this.#queue = queue.filter((_, i) => !chosen.has(i));
+        }
+        try {
+          const results = await this.#write(batch.map((p) => p.request));
+          batch.forEach((p, i) => p.resolve(results[i]!));
+        } catch (error) {
+          for (const p of batch) p.reject(error);
+        }
+      }
+    } finally {
+      this.#draining = false;
+    }
+  }
+}
+
+/**
+ * One `make(pool, table)` per pool and table, kept while the pool lives: the batchers of a kind
+ * (see {@link WriteBatcher}) share it.
+ * @internal
+ */
+export function perPoolAndTable<P extends object, T>(make: (pool: P, table: LeasedTable<unknown>) => T): (pool: P, table: LeasedTable<unknown>) => T {
+  const byPool = new WeakMap<P, Map<string, T>>();
+  return (pool, table) => {
+    let byTable = byPool.get(pool);
+    if (byTable === undefined) byPool.set(pool, (byTable = new Map()));
+    const key = `${table.schema}.${table.table}`;
+    let made = byTable.get(key);
+    if (made === undefined) byTable.set(key, (made = make(pool, table)));
+    return made;
+  };
+}
