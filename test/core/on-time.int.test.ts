@@ -6,10 +6,11 @@
 // died), the item still starts by the bound the docs give: the next poll.
 import { createWorker, defineTask, DeferError, enqueue, enqueueMany, waitForResult, type TaskContext } from '@leasehold/core';
 import pg from 'pg';
-import { sql, type Kysely } from 'kysely';
+import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../fixtures.js';
 import { nextEvent, useWorkers } from '../workers.js';
+import { serverNow, waitUntil, wakeUntil } from '../wake-state.js';
 
 const t = useTestDatabase();
 const track = useWorkers();
@@ -18,25 +19,6 @@ const track = useWorkers();
 const NEVER_POLL = '60s';
 /** Generous for a shared 2-core machine; a missed timer takes NEVER_POLL. */
 const DEADLINE_MS = 20_000;
-
-/** Until when some worker announced it may be asleep, in epoch ms (0: never). */
-async function wakeUntil(db: Kysely<object>): Promise<number> {
-  const r = await sql<{ until: string }>`SELECT coalesce(pg_sequence_last_value('leasehold.task_wake'), 0)::text AS until`.execute(db);
-  return Number(r.rows[0]!.until);
-}
-
-async function serverNow(db: Kysely<object>): Promise<number> {
-  const r = await sql<{ now: string }>`SELECT (date_part('epoch', clock_timestamp()) * 1000)::bigint::text AS now`.execute(db);
-  return Number(r.rows[0]!.now);
-}
-
-async function waitUntil(what: string, test: () => Promise<boolean>, deadlineMs = DEADLINE_MS): Promise<void> {
-  const deadline = Date.now() + deadlineMs;
-  while (!(await test())) {
-    if (Date.now() > deadline) throw new Error(`not within ${deadlineMs} ms: ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 /**
  * Waits until a worker has gone to sleep, so that only a wake-up, its timer or its poll starts

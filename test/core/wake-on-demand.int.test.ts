@@ -2,10 +2,11 @@
 // poll interval far longer than any deadline here, so a task that starts in time was woken by a
 // notification or by the guard's last claim before sleeping: a lost wake-up would wait a minute.
 import { createWorker, defineTask, enqueue, type LeaseWorker } from '@leasehold/core';
-import { sql, type Kysely } from 'kysely';
+import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../fixtures.js';
 import { gate, nextEvent, useWorkers } from '../workers.js';
+import { serverNow, waitUntil, wakeUntil } from '../wake-state.js';
 
 const t = useTestDatabase();
 const track = useWorkers();
@@ -14,25 +15,6 @@ const track = useWorkers();
 const NEVER_POLL = '60s';
 /** Generous for a shared 2-core machine; a lost wake-up takes NEVER_POLL. */
 const WAKE_DEADLINE_MS = 20_000;
-
-/** Until when some worker announced it may be asleep, in epoch ms (0: never). */
-async function wakeUntil(db: Kysely<object>): Promise<number> {
-  const r = await sql<{ until: string }>`SELECT coalesce(pg_sequence_last_value('leasehold.task_wake'), 0)::text AS until`.execute(db);
-  return Number(r.rows[0]!.until);
-}
-
-async function serverNow(db: Kysely<object>): Promise<number> {
-  const r = await sql<{ now: string }>`SELECT (date_part('epoch', clock_timestamp()) * 1000)::bigint::text AS now`.execute(db);
-  return Number(r.rows[0]!.now);
-}
-
-async function waitUntil(what: string, test: () => Promise<boolean>, deadlineMs = WAKE_DEADLINE_MS): Promise<void> {
-  const deadline = Date.now() + deadlineMs;
-  while (!(await test())) {
-    if (Date.now() > deadline) throw new Error(`not within ${deadlineMs} ms: ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 describe('wake-ups on demand', () => {
   it('an idle worker announces that it sleeps, and a task enqueued then starts at once', async () => {
