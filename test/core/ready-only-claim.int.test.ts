@@ -65,14 +65,15 @@ describe('ready-only claims', () => {
     expect((await readTask(t.db, due.id)).status).toBe('pending');
     expect((await readTask(t.db, parked.id)).status).toBe('waiting');
 
-    // the whole claim takes the rest: the due row, the expired lease, the reap, and the wake
+    // the whole claim takes the rest: the due row, the expired lease, the reap, and the parked
+    // row whose wake is due (straight from waiting, in the same claim)
     const whole = await leaseClaim(t.pool, table, { owner: 'me', batch: 16, leaseMs: 60_000 });
-    expect(whole.claimed.map((r) => r.id).sort()).toEqual([expired!.id, due.id].sort());
+    expect(whole.claimed.map((r) => r.id).sort()).toEqual([expired!.id, due.id, parked.id].sort());
     expect(whole.reaped.map((r) => r.id)).toEqual([doomed!.id]);
     expect((await readTask(t.db, doomed!.id)).status).toBe('dead');
-    expect((await readTask(t.db, parked.id)).status).toBe('pending');
-    const next = await leaseClaim(t.pool, table, { owner: 'me', batch: 16, leaseMs: 60_000, readyOnly: false });
-    expect(next.claimed.map((r) => r.id)).toEqual([parked.id]);
+    expect((await readTask(t.db, parked.id)).status).toBe('processing');
+    // nothing else was due: the claim does not ask to be sent again at once
+    expect(whole.nextDueMs).toBeNull();
   });
 
   it('a worker that never sleeps still takes a crashed worker\'s expired lease and a task that came due, through its whole claims', async () => {
@@ -157,5 +158,25 @@ describe('ready-only claims', () => {
     } finally {
       await holder.end();
     }
+  });
+
+  it("a whole claim wakes a due parked run of a task type it does not run back to pending, and asks to be sent again at once", async () => {
+    const mine = defineTask<{ k: string }>('ready-only.mine', { handler: () => {} });
+    const theirs = defineTask<{ k: string }>('ready-only.theirs', { handler: () => {} });
+    const parked = await enqueue(t.pool, theirs, { k: 'parked' });
+    await sql`UPDATE leasehold.task SET status = 'waiting', scheduled = true, wait_for = 'sleep', available_at = now() - interval '1 second' WHERE id = ${parked.id}`.execute(t.db);
+    const later = await enqueue(t.pool, mine, { k: 'later' }, { delay: '500ms' });
+    const whole = await leaseClaim(t.pool, table, { owner: 'me', batch: 16, leaseMs: 60_000, names: [mine.name], dueWithinMs: 2_000 });
+    expect(whole.claimed).toEqual([]);
+    // woken for whichever worker runs it: pending (due), no longer waiting
+    const row = await readTask(t.db, parked.id);
+    expect(row.status).toBe('pending');
+    expect(whole.nextDueMs).toBe(0);
+    // the next claim (nothing woken) reports when its own scheduled row comes due
+    const next = await leaseClaim(t.pool, table, { owner: 'me', batch: 16, leaseMs: 60_000, names: [mine.name], dueWithinMs: 2_000 });
+    expect(next.claimed).toEqual([]);
+    expect(next.nextDueMs).toBeGreaterThan(0);
+    expect(next.nextDueMs).toBeLessThanOrEqual(500);
+    expect((await readTask(t.db, later.id)).status).toBe('pending');
   });
 });

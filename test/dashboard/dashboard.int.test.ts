@@ -82,15 +82,23 @@ describe('the operator', () => {
     const client = await t.client();
     await client.query('BEGIN');
     await client.query('LOCK TABLE leasehold.task IN ACCESS EXCLUSIVE MODE');
-    const slow = fetch(readOnly.url).then((r) => r.text());
-    const waitedMs = async () => {
-      const { rows } = await client.query<{ ms: number | null }>(
-        `SELECT max(extract(epoch FROM clock_timestamp() - query_start) * 1000)::float8 AS ms FROM pg_stat_activity
-         WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%count(*)%'`);
-      return rows[0]!.ms ?? 0;
-    };
-    await expect.poll(waitedMs, { timeout: 20_000, interval: 100 }).toBeGreaterThan(1_500);
-    await client.query('COMMIT');
+    let slow: Promise<string>;
+    try {
+      slow = fetch(readOnly.url).then((r) => r.text());
+      // read from the pool, not from the locking transaction: within a transaction PostgreSQL
+      // keeps the first reading of pg_stat_activity's queries and start times, so a statement
+      // that began after it would never show
+      const waitedMs = async () => {
+        const { rows } = await sql<{ ms: number | null }>`
+          SELECT max(extract(epoch FROM clock_timestamp() - query_start) * 1000)::float8 AS ms FROM pg_stat_activity
+          WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%count(*)%'`.execute(t.db);
+        return rows[0]!.ms ?? 0;
+      };
+      await expect.poll(waitedMs, { timeout: 20_000, interval: 100 }).toBeGreaterThan(1_500);
+    } finally {
+      // a failure here must not leave the table locked for the tests after it
+      await client.query('COMMIT');
+    }
     // ten times the counting time, in whole seconds: one open page keeps the database busy a tenth of the time at most
     const html = await slow;
     const seconds = Number(/hx-trigger="every (\d+)s"/.exec(html)?.[1]);
