@@ -5,18 +5,23 @@
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import {
+  cancelTask,
   claim,
   ConfigError,
   createLeaseWorker,
   createWorker,
   defineLimit,
   defineSchedule,
+  defineSignal,
   defineTask,
   enqueue,
   enqueueMany,
+  getTask,
   isLeaseholdError,
   migrate,
+  sendSignal,
   taskTable,
+  waitForResult,
   type PgQueryable,
 } from '@leasehold/core';
 import { createDispatcher, createOutbox } from '@leasehold/outbox';
@@ -120,6 +125,18 @@ describe('an unknown option is a ConfigError naming it', () => {
     const worker = createWorker({ pool: new pg.Pool(), tasks: [report] });
     expect(refusal(() => void worker.stop({ timout: '1s' } as never)).message).toBe('unknown option `timout` for worker.stop; did you mean `timeout`?');
     expect((await refusalAsync(startDashboard({ database: t.pool, port: 0, readonly: true } as never))).message).toContain('did you mean `readOnly`?');
+  });
+});
+
+describe('the workflow calls refuse an unknown option before any SQL', () => {
+  it('waitForResult, cancelTask, sendSignal and getTask', async () => {
+    expect((await refusalAsync(waitForResult(t.pool, '1', { timout: '1s' } as never))).message).toBe(
+      'unknown option `timout` for waitForResult; did you mean `timeout`?',
+    );
+    expect((await refusalAsync(cancelTask(noSql, '1', { reasn: 'x' } as never))).message).toContain('did you mean `reason`?');
+    const go = defineSignal<{ by: string }>('go');
+    expect((await refusalAsync(sendSignal(noSql, '1', go, { by: 'a' }, { shema: 'leasehold' } as never))).message).toContain('did you mean `schema`?');
+    expect((await refusalAsync(getTask(noSql, '1', { shema: 'leasehold' } as never))).option).toBe('shema');
   });
 });
 

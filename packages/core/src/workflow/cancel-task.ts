@@ -6,6 +6,7 @@ import type { Executor } from '../sql/execute.js';
 import { taskCancelTree } from '../sql/task-cancel.js';
 import { taskId } from './send-signal.js';
 import type { TaskRef } from './task-ref.js';
+import { checkOptionKeys, optionKeys } from '../input/options.js';
 
 /** Options of {@link cancelTask}. */
 export interface CancelOptions {
@@ -14,6 +15,8 @@ export interface CancelOptions {
   /** Schema of the task table. @defaultValue 'leasehold' */
   schema?: string;
 }
+
+const CANCEL_OPTIONS = optionKeys<CancelOptions>()('cancelTask', ['reason', 'schema']);
 
 /**
  * Cancels a task and its unfinished children (and theirs), in the caller's transaction when
@@ -26,6 +29,7 @@ export interface CancelOptions {
  * const { cancelled } = await cancelTask(pool, orderWorkflowId, { reason: 'customer cancelled' });
  */
 export async function cancelTask(executor: Executor, task: string | TaskRef, options: CancelOptions = {}): Promise<{ cancelled: string[] }> {
+  checkOptionKeys(options, CANCEL_OPTIONS);
   const id = taskId(task);
   const reason = options.reason === undefined ? 'cancelled' : checkText(options.reason, 'reason', { maxBytes: INPUT_LIMITS.keyBytes, allowEmpty: true });
   const outcome = await taskCancelTree(executor, taskTable(options.schema), id, reason);

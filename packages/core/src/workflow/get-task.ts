@@ -4,6 +4,7 @@ import { taskChildrenList, taskRead, taskStepsList, type StepReadRow, type TaskR
 import type { TaskStatus } from '../task-status.js';
 import { taskId } from './send-signal.js';
 import type { TaskRef } from './task-ref.js';
+import { checkOptionKeys, optionKeys } from '../input/options.js';
 
 /** A task as {@link getTask} reads it. */
 export interface TaskInfo<R = unknown> extends Omit<TaskReadRow, 'result'> {
@@ -15,6 +16,8 @@ export interface TaskInfo<R = unknown> extends Omit<TaskReadRow, 'result'> {
   readonly children: ReadonlyArray<{ readonly id: string; readonly name: string; readonly status: TaskStatus }>;
 }
 
+const GET_OPTIONS = optionKeys<{ schema?: string }>()('getTask', ['schema']);
+
 /**
  * Reads a task: status, result or last error, its recorded steps and its children; null when
  * there is no such task. Takes no locks.
@@ -24,6 +27,7 @@ export interface TaskInfo<R = unknown> extends Omit<TaskReadRow, 'result'> {
  * if (task?.status === 'done') console.log(task.result);
  */
 export async function getTask<R = unknown>(executor: Executor, task: string | TaskRef<R>, options: { schema?: string } = {}): Promise<TaskInfo<R> | null> {
+  checkOptionKeys(options, GET_OPTIONS);
   const id = taskId(task);
   const table = taskTable(options.schema);
   const row = await taskRead(executor, table, id);

@@ -7,6 +7,7 @@ import type { TaskStatus } from '../task-status.js';
 import { checkSignal, type SignalDefinition } from './define-signal.js';
 import { recordedJson } from './json-value.js';
 import type { TaskRef } from './task-ref.js';
+import { checkOptionKeys, optionKeys } from '../input/options.js';
 
 /** What {@link sendSignal} found. */
 export interface SignalSent {
@@ -15,6 +16,8 @@ export interface SignalSent {
   /** The task's status when the signal was sent. */
   readonly status: TaskStatus;
 }
+
+const SIGNAL_OPTIONS = optionKeys<{ schema?: string }>()('sendSignal', ['schema']);
 
 /**
  * Sends `signal` to a task, in the caller's transaction when `executor` is one: committed, the
@@ -34,6 +37,7 @@ export async function sendSignal<S>(
   signal: SignalDefinition<S>,
   ...[payload, options = {}]: undefined extends S ? [payload?: S, options?: { schema?: string }] : [payload: S, options?: { schema?: string }]
 ): Promise<SignalSent> {
+  checkOptionKeys(options, SIGNAL_OPTIONS);
   const id = taskId(task);
   const { name } = checkSignal(signal, 'signal');
   let payloadJson: string | null;

@@ -6,6 +6,7 @@ import { isUnprepared, noPreparedStatements } from '../sql/execute.js';
 import type { PgPoolLike } from '../sql/transaction.js';
 import { Listener } from '../worker/listener.js';
 import { isConnectionFailure } from '../worker/worker-log.js';
+import { checkOptionKeys, optionKeys } from '../input/options.js';
 import { taskId } from './send-signal.js';
 import type { TaskRef } from './task-ref.js';
 
@@ -38,6 +39,8 @@ export interface WaitForResultOptions {
 /** Longest pause between two reads of a wait's task while the database cannot be reached. */
 const UNREACHABLE_RETRY_CAP_MS = 2_000;
 
+const WAIT_OPTIONS = optionKeys<WaitForResultOptions>()('waitForResult', ['timeout', 'signal', 'schema', 'noPreparedStatements', 'listenConnectionString', 'pollInterval']);
+
 /**
  * Waits for a task to end and returns what its handler returned; rejects with `TaskFailedError`
  * when it ends dead or cancelled, `TaskNotFoundError` when there is no such task. Woken by
@@ -53,6 +56,7 @@ const UNREACHABLE_RETRY_CAP_MS = 2_000;
  * const { width } = await waitForResult(pool, handle, { timeout: '30s' });
  */
 export async function waitForResult<R = unknown>(pool: PgPoolLike, task: string | TaskRef<R>, options: WaitForResultOptions = {}): Promise<R> {
+  checkOptionKeys(options, WAIT_OPTIONS);
   const id = taskId(task);
   const table = taskTable(options.schema);
   const timeoutMs = options.timeout === undefined ? undefined : parseDuration(options.timeout, 'timeout');
