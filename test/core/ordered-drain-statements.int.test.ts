@@ -3,12 +3,12 @@
 // claimable, and the wake guard, finding the worker's own write holding the wake lock, used to
 // claim again every few milliseconds (an ordered outbox drain of 20,000 messages sent 154 arms
 // and 173 claims for 40 fenced writes). Statements counted on the worker's own pool.
-import pg from 'pg';
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { createWorker, defineTask, enqueueMany } from '@leasehold/core';
 import { useTestDatabase } from '../fixtures.js';
 import { nextEvent, useWorkers } from '../workers.js';
+import { countingPool } from '../counting-pool.js';
 
 const t = useTestDatabase();
 const track = useWorkers();
@@ -27,16 +27,7 @@ describe('an ordered drain', () => {
     }));
     await enqueueMany(t.pool, step, items);
 
-    const sent: string[] = [];
-    const pool = new pg.Pool({ connectionString: t.url, max: 10 });
-    pool.on('connect', (client) => {
-      const query = client.query.bind(client) as (...args: unknown[]) => unknown;
-      (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
-        const first = args[0];
-        sent.push(typeof first === 'string' ? first : ((first as { text?: string } | null)?.text ?? ''));
-        return query(...args);
-      };
-    });
+    const { pool, sent } = countingPool(t.url);
     try {
       const worker = track(createWorker({ pool, tasks: [step], concurrency: 8 }));
       const idle = nextEvent(worker, 'worker:idle', () => true, 60_000);

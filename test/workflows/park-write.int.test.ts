@@ -4,7 +4,7 @@
 // child's end that commits while the park waits for the task's lock is seen (never parked past),
 // and the worker learns by the database's clock when a parked run is due. Runs are driven
 // through WorkflowRun with a claimed token, so the statements counted are the run's own.
-import pg from 'pg';
+import type pg from 'pg';
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { cancelTask, createWorker, defineSignal, defineTask, enqueue, enqueueMany, sendSignal, SuspendedError, taskTable, type TaskContext } from '@leasehold/core';
@@ -13,6 +13,7 @@ import { RUNNER_CONTROL, type HandlerContext } from '../../packages/core/src/wor
 import { WorkflowRun } from '../../packages/core/src/workflow/workflow-run.js';
 import { readTask, useTestDatabase } from '../fixtures.js';
 import { useWorkers } from '../workers.js';
+import { countingPool as countingPoolOn } from '../counting-pool.js';
 
 const t = useTestDatabase();
 const track = useWorkers();
@@ -24,17 +25,7 @@ const kid = defineTask('park-write-kid', { handler: (p: { n: number }) => p.n })
 
 /** Every query text the pool's clients send, one entry per round trip. */
 function countingPool(options: pg.PoolConfig = {}): { pool: pg.Pool; sent: string[] } {
-  const sent: string[] = [];
-  const pool = new pg.Pool({ connectionString: t.url, max: 4, ...options });
-  pool.on('connect', (client) => {
-    const query = client.query.bind(client) as (...args: unknown[]) => unknown;
-    (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
-      const first = args[0];
-      sent.push(typeof first === 'string' ? first : ((first as { text?: string } | null)?.text ?? ''));
-      return query(...args);
-    };
-  });
-  return { pool, sent };
+  return countingPoolOn(t.url, { max: 4, ...options });
 }
 
 /** A run of a freshly claimed task, with a context that records what the run tells the runner. */

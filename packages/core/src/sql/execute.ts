@@ -28,8 +28,8 @@ interface PgPreparable {
  */
 export type Executor = QueryExecutorProvider | PgQueryable;
 
-// Compiles Kysely `sql` fragments to text + values for plain pg executors; it never connects.
-const compiler = new Kysely<Record<string, never>>({
+/** Compiles Kysely `sql` fragments to text + values for plain pg executors; it never connects. @internal */
+export const compiler = new Kysely<Record<string, never>>({
   dialect: {
     createAdapter: () => new PostgresAdapter(),
     createDriver: () => new DummyDriver(),

@@ -1,6 +1,6 @@
-import { DummyDriver, Kysely, PostgresAdapter, PostgresIntrospector, PostgresQueryCompiler, sql, type RawBuilder } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import type { LeasedTable } from '../leased-table.js';
-import type { PgQueryable } from './execute.js';
+import { compiler, type PgQueryable } from './execute.js';
 import { byPrimaryKey } from './fence.js';
 import { tableRef } from './table-ref.js';
 import { signalTableRef, stepTableRef } from './task-steps.js';
@@ -43,16 +43,6 @@ export type ParkResult =
   | { readonly kind: 'continue'; readonly timedOut: boolean; readonly payload: unknown; readonly taken: boolean }
   /** Parked: `waiting`, lease and slot given back; `dueInMs` by the database's clock when it has a wake time. */
   | { readonly kind: 'parked'; readonly dueInMs: number | null };
-
-// Compiles the statements to text without parameters (see below); it never connects.
-const compiler = new Kysely<Record<string, never>>({
-  dialect: {
-    createAdapter: () => new PostgresAdapter(),
-    createDriver: () => new DummyDriver(),
-    createIntrospector: (db) => new PostgresIntrospector(db),
-    createQueryCompiler: () => new PostgresQueryCompiler(),
-  },
-});
 
 /**
  * Records and parks the waits of many workflow runs (at most one per task) in one round trip:
