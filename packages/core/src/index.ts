@@ -22,6 +22,7 @@ export type { OrderedEnqueueOptions, EnqueueOptionsArg, EnqueueItemFor } from '.
 export type { InsertedTask } from './sql/task-insert-many.js';
 export type { JsonValue, JsonCompatible, JsonPayloadCheck, JsonTypeCheck } from './input/json-type.js';
 export { createWorker, type Worker, type WorkerOptions } from './task/create-worker.js';
+export { isTaskDefinition, isScheduleDefinition } from './task/definition-guards.js';
 export { migrate, type MigrateOptions, type MigrateResult } from './migrate/migrator.js';
 
 // workflows: durable steps, sleeps, children, signals, results, cancellation (docs/workflows.md)
