@@ -1,3 +1,11 @@
+/**
+ * Publish outbox events to RabbitMQ (publisher confirms, `mandatory` returns, persistent
+ * messages, `message-id` = the outbox id) and consume them into another service's database
+ * exactly once in effect, through an inbox.
+ *
+ * @module @leasehold/adapters-amqp
+ */
+
 // Public API of @leasehold/adapters-amqp, name by name.
 
 export type { OutboxMessage, PublishContext, Publisher } from '@leasehold/outbox';

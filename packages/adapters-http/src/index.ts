@@ -1,3 +1,11 @@
+/**
+ * Deliver outbox events to HTTP endpoints and webhooks (idempotency key, Standard Webhooks
+ * signature, timeouts, status-code classification) and receive them exactly once with
+ * `verifyWebhook` and an inbox.
+ *
+ * @module @leasehold/adapters-http
+ */
+
 // Public API of @leasehold/adapters-http, name by name.
 
 export type { OutboxMessage, PublishContext, Publisher } from '@leasehold/outbox';

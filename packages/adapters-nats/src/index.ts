@@ -1,3 +1,11 @@
+/**
+ * Publish outbox events to NATS JetStream (`Nats-Msg-Id` = the outbox id, PubAck awaited,
+ * failures classified) and consume them into another service's database exactly once in effect,
+ * through an inbox.
+ *
+ * @module @leasehold/adapters-nats
+ */
+
 // Public API of @leasehold/adapters-nats, name by name.
 
 export type { OutboxMessage, PublishContext, Publisher } from '@leasehold/outbox';

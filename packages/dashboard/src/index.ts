@@ -1,3 +1,10 @@
+/**
+ * The operators' web dashboard for leasehold queues and outboxes: what waits, what runs, what
+ * died and why, and retry or skip it; served from your own process or by `leasehold dashboard`.
+ *
+ * @module @leasehold/dashboard
+ */
+
 // Public API of @leasehold/dashboard, name by name.
 
 export { mountDashboard, type DashboardHandler } from './mount-dashboard.js';

@@ -1,3 +1,11 @@
+/**
+ * A transactional outbox on PostgreSQL: record an event in the same transaction as the change it
+ * describes, then deliver it from many dispatchers, in order per aggregate where you ask for it,
+ * without losing it and without two dispatchers sending it at once.
+ *
+ * @module @leasehold/outbox
+ */
+
 // Public API of @leasehold/outbox, name by name.
 
 export { migrate } from './migrate/migrate.js';
