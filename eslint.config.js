@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  // .tmp: what the scripts write (docs:api's HTML and its scripts, packed tarballs), not sources
+  // .tmp: what the scripts write (docs:reference's scratch copy, packed tarballs), not sources
   { ignores: ['**/dist/**', '**/node_modules/**', '.tmp/**', 'packages/*/src/migrate/generated-migrations.ts'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
