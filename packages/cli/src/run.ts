@@ -1,4 +1,6 @@
 import { createRequire } from 'node:module';
+import { DatabaseNotReadyError } from '@leasehold/core';
+import { errorCode } from '@leasehold/core/internal';
 import { migrate as migrateOutbox } from '@leasehold/outbox';
 import { parseCommandLine, type Command, type Invocation } from './args.js';
 import { cancelCommand } from './commands/cancel.js';
@@ -128,12 +130,14 @@ function reportFailure(error: unknown, io: Io, signal: AbortSignal): ExitCode {
     io.err(`leasehold: ${error.message}`);
     return EXIT_CODES.failure;
   }
-  const e = error as { code?: string; message?: string };
-  if (e.code !== undefined && BEHIND.has(e.code)) {
-    io.err(`leasehold: the schema does not match this version of leasehold (${e.message}): run "leasehold migrate"`);
+  // the driver's error and code, also under core's DatabaseNotReadyError
+  const driver = (error instanceof DatabaseNotReadyError && error.cause !== undefined ? error.cause : error) as { message?: string };
+  const code = errorCode(error);
+  if (code !== undefined && BEHIND.has(code)) {
+    io.err(`leasehold: the schema does not match this version of leasehold (${driver.message}): run "leasehold migrate"`);
     return EXIT_CODES.failure;
   }
-  io.err(`leasehold: ${e.message ?? String(error)}`);
+  io.err(`leasehold: ${(error as { message?: string }).message ?? String(error)}`);
   return EXIT_CODES.failure;
 }
 

@@ -51,7 +51,7 @@ export { CORE_MIGRATION_LINE } from './worker/core-migration-line.js';
 
 // the worker's settings, and the words start() and the CLI share
 export { runSettings } from './worker/settings.js';
-export { MIGRATE_HINT, describeDatabaseError } from './worker/database-not-ready-error.js';
+export { MIGRATE_HINT, describeDatabaseError, errorCode } from './worker/database-not-ready-error.js';
 
 // the queue gauges, for `leasehold stats --format prometheus`
 export { QUEUE_GAUGE_VALUES, queueAttributes, type QueueGauge } from './metrics/queue-gauges.js';

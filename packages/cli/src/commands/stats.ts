@@ -9,6 +9,7 @@ import { readVersions, renderVersions, versionsWorthShowing, type VersionsReport
 import type { LeasedTables } from '../leased-tables.js';
 import { queueStats, type QueueStats } from '../sql/queue-stats.js';
 import { scheduleList, type LimitRow, type ScheduleRow } from '@leasehold/core';
+import { errorCode } from '@leasehold/core/internal';
 import { renderSchedules } from './schedules.js';
 import type { CommandHandler } from './context.js';
 
@@ -47,7 +48,7 @@ async function readSchedules(pool: pg.Pool, schema: string): Promise<ScheduleRow
   try {
     return await scheduleList(pool, schema);
   } catch (error) {
-    if ((error as { code?: string }).code === '42P01') return []; // undefined_table
+    if (errorCode(error) === '42P01') return []; // undefined_table (the driver's code, under core's DatabaseNotReadyError)
     throw error;
   }
 }

@@ -1,4 +1,5 @@
 import { limitList, type Executor, type LimitRow, type Rate } from '@leasehold/core';
+import { errorCode } from '@leasehold/core/internal';
 import { renderTable } from './table.js';
 
 // SQLSTATE undefined_table: a schema migrated before limits existed (core migration 7)
@@ -9,7 +10,7 @@ export async function readLimits(executor: Executor, schema: string): Promise<Li
   try {
     return await limitList(executor, schema);
   } catch (error) {
-    if ((error as { code?: string }).code === UNDEFINED_TABLE) return [];
+    if (errorCode(error) === UNDEFINED_TABLE) return []; // the driver's code, under core's DatabaseNotReadyError
     throw error;
   }
 }

@@ -6,6 +6,7 @@ import {
   type NonDeterminismDeadRow,
   type TaskVersionRow,
 } from '@leasehold/core';
+import { errorCode } from '@leasehold/core/internal';
 import { formatAge } from './age.js';
 import { renderTable } from './table.js';
 
@@ -32,7 +33,7 @@ export async function readVersions(executor: Executor, schema: string): Promise<
     ]);
     return { versions, workers, nonDeterminismDead };
   } catch (error) {
-    if (BEFORE_VERSIONS.has((error as { code?: string }).code ?? '')) return null;
+    if (BEFORE_VERSIONS.has(errorCode(error) ?? '')) return null; // the driver's code, under core's DatabaseNotReadyError
     throw error;
   }
 }

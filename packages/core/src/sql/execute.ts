@@ -9,6 +9,7 @@ import {
   type RawBuilder,
 } from 'kysely';
 import { ConfigError } from '../leasehold-error.js';
+import { asDatabaseNotReady } from '../worker/database-not-ready-error.js';
 import { isPgPool } from './transaction.js';
 
 /** The subset of a `pg` client or pool leasehold needs: `query(text, values)` or `query(config)`. */
@@ -55,8 +56,20 @@ export interface ExecuteOptions {
   readonly prepare?: boolean;
 }
 
-/** Runs one statement on either kind of {@link Executor} and returns its rows. */
+/**
+ * Runs one statement on either kind of {@link Executor} and returns its rows. A missing table,
+ * schema, database or login, or a server out of reach, rejects with a `DatabaseNotReadyError`
+ * (the driver's error its `cause`), whichever public call sent the statement.
+ */
 export async function execute<R>(executor: Executor, query: RawBuilder<R>, options: ExecuteOptions = {}): Promise<R[]> {
+  try {
+    return await run(executor, query, options);
+  } catch (error) {
+    throw asDatabaseNotReady(error, executor);
+  }
+}
+
+async function run<R>(executor: Executor, query: RawBuilder<R>, options: ExecuteOptions): Promise<R[]> {
   if (isKysely(executor)) {
     const result = await query.execute(executor);
     return result.rows;
@@ -105,7 +118,21 @@ export async function executeCached<R, V extends Record<string, unknown>>(
   values: V,
   options: ExecuteOptions = {},
 ): Promise<R[]> {
-  if (isKysely(executor)) return execute(executor, build(values), options);
+  try {
+    return await runCached(executor, key, build, values, options);
+  } catch (error) {
+    throw asDatabaseNotReady(error, executor);
+  }
+}
+
+async function runCached<R, V extends Record<string, unknown>>(
+  executor: Executor,
+  key: string,
+  build: (values: V) => RawBuilder<R>,
+  values: V,
+  options: ExecuteOptions,
+): Promise<R[]> {
+  if (isKysely(executor)) return run(executor, build(values), options);
   let template = templates.get(key);
   if (template === undefined) {
     const stand = Object.fromEntries(Object.keys(values).map((k) => [k, new Slot(k)])) as unknown as V;

@@ -1,6 +1,7 @@
 import type { QueryExecutorProvider } from 'kysely';
 import { ConfigError } from '../errors.js';
 import type { Executor, PgQueryable } from './execute.js';
+import { asDatabaseNotReady } from '../worker/database-not-ready-error.js';
 
 /** A `pg` `Pool`: hands out a client that must be released. */
 export interface PgPoolLike extends PgQueryable {
@@ -50,9 +51,14 @@ export async function withTransaction<T>(
   fn: (trx: TransactionHandle) => Promise<T>,
 ): Promise<T> {
   if ('transaction' in source && typeof source.transaction === 'function') {
-    return source.transaction().execute((trx) => fn(trx));
+    // a connect that fails never reaches execute: it says what is wrong the same way
+    return source.transaction().execute((trx) => fn(trx)).catch((error: unknown) => {
+      throw asDatabaseNotReady(error, source);
+    });
   }
-  const client = await (source as PgPoolLike).connect();
+  const client = await (source as PgPoolLike).connect().catch((error: unknown) => {
+    throw asDatabaseNotReady(error, source);
+  });
   let broken: Error | undefined;
   // a held client whose connection dies emits 'error'; unheard, that would crash the process
   const onError = (error: Error) => (broken = error);

@@ -4,6 +4,8 @@ import type { Executor } from '../sql/execute.js';
 import { schemaReadiness, type SchemaReadiness } from '../sql/schema-readiness.js';
 import { DatabaseNotReadyError, describeDatabaseError, MIGRATE_HINT } from './database-not-ready-error.js';
 
+export { describeTarget } from './database-not-ready-error.js';
+
 /**
  * What `start()` checks before it claims: the database answers, `table` exists, and each of
  * `lines` is applied up to its last migration. Throws a {@link DatabaseNotReadyError} that says
@@ -20,7 +22,9 @@ export async function checkDatabase(
     state = await schemaReadiness(db, table.schema, table.table);
   } catch (error) {
     const { reason, text } = describeDatabaseError(error);
-    throw new DatabaseNotReadyError(reason, `cannot use ${target}: ${text}`, { cause: error });
+    // the statement's own mapping (asDatabaseNotReady) said the same without the target: keep the driver's error
+    const cause = error instanceof DatabaseNotReadyError && error.cause !== undefined ? error.cause : error;
+    throw new DatabaseNotReadyError(reason, `cannot use ${target}: ${text}`, { cause });
   }
   if (!state.schemaExists || !state.tableExists) {
     const what = state.schemaExists ? `has no table "${table.table}"` : 'does not exist';
@@ -37,22 +41,4 @@ export async function checkDatabase(
       );
     }
   }
-}
-
-/** The database a pg pool connects to, for messages: its URL without the password, or host:port/database. */
-export function describeTarget(pool: object): string {
-  const options = (pool as { options?: { connectionString?: string; host?: string; port?: number; database?: string } }).options;
-  if (options?.connectionString) {
-    try {
-      const url = new URL(options.connectionString);
-      if (url.password) url.password = '***';
-      return url.toString();
-    } catch {
-      // not a URL: fall through to the parts
-    }
-  }
-  if (options?.host !== undefined || options?.database !== undefined) {
-    return `${options.host ?? 'localhost'}:${options.port ?? 5432}/${options.database ?? ''}`;
-  }
-  return 'the database';
 }

@@ -1,4 +1,5 @@
 import { nonDeterminismDeadCounts, taskVersions } from '@leasehold/core';
+import { errorCode } from '@leasehold/core/internal';
 import type { DashboardApp, RouteDeps } from '../env.js';
 import { versionsPage, type VersionsData } from '../views/versions.js';
 
@@ -24,7 +25,7 @@ export function versionRoutes(app: DashboardApp, deps: RouteDeps): void {
       ]);
       data = { versions, workers, nonDeterminismDead };
     } catch (error) {
-      if (!BEFORE_VERSIONS.has((error as { code?: string }).code ?? '')) throw error;
+      if (!BEFORE_VERSIONS.has(errorCode(error) ?? '')) throw error; // the driver's code, under core's DatabaseNotReadyError
       data = null;
     }
     return c.html(versionsPage(page, data));
