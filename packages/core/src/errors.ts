@@ -157,6 +157,29 @@ export class WaitTimeoutError extends LeaseholdError {
   }
 }
 
+/**
+ * `start()` was called on a worker, dispatcher or scheduler that was started before (it is
+ * running, stopping or stopped). Each starts once: to run again after `stop()`, create a new one.
+ * A `start()` that was refused (a `DatabaseNotReadyError`) left it as new: that one can be
+ * started again.
+ */
+export class WorkerStateError extends LeaseholdError {
+  constructor(
+    /** What was started: `worker`, `scheduler`. */
+    readonly kind: string,
+    readonly owner: string,
+    /** Where it was when `start()` came. */
+    readonly state: 'running' | 'stopping' | 'stopped',
+  ) {
+    super(
+      'WORKER_STATE',
+      state === 'running'
+        ? `${kind} ${owner} was already started`
+        : `${kind} ${owner} was ${state}: a ${kind} starts once; create a new one to start again`,
+    );
+  }
+}
+
 /** What made one record of a workflow run: a step, a database step, a sleep, a spawn, a signal wait or a patch marker. */
 export type RecordKind = 'step' | 'db' | 'sleep' | 'spawn' | 'signal' | 'patch';
 

@@ -68,6 +68,7 @@ export {
   TaskNotFoundError,
   WaitTimeoutError,
   NonDeterminismError,
+  WorkerStateError,
   type RecordKind,
   type RecordedCall,
   isLeaseholdError,

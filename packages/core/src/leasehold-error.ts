@@ -21,6 +21,7 @@ export const ERROR_CODES = [
   'TASK_FAILED',
   'WAIT_TIMEOUT',
   'NON_DETERMINISM',
+  'WORKER_STATE',
 ] as const;
 
 /** One of {@link ERROR_CODES}. */

@@ -60,6 +60,13 @@ export interface DispatcherOptions {
   /** Extend in-flight leases this often. @defaultValue a third of the lease */
   heartbeatInterval?: Duration;
   /**
+   * How long `start()` waits for the database to answer its check (it connects, then reads the
+   * schema) before it gives up with a `DatabaseNotReadyError` (`unreachable`). Longer on a
+   * saturated machine or a slow network, where a healthy database may take more than the default
+   * to answer a new connection. @defaultValue '10s'
+   */
+  startTimeout?: Duration;
+  /**
    * Wake on NOTIFY from the outbox's insert trigger. Behind a pooler in transaction mode it needs
    * `listenConnectionString` (see core's `LeaseWorkerOptions.listen`). @defaultValue true; with
    * `noPreparedStatements` and no `listenConnectionString`, false (polls every `pollInterval`)
@@ -100,7 +107,7 @@ export type Dispatcher = LeaseWorker<OutboxRow>;
 
 const DISPATCHER_OPTIONS = optionKeys<DispatcherOptions>()(
   'createDispatcher',
-  ['pool', 'publisher', 'schema', 'owner', 'concurrency', 'batch', 'lease', 'publishTimeout', 'pollInterval', 'eventTypes', 'backoff', 'maxDeferAge', 'heartbeatInterval', 'listen', 'noPreparedStatements', 'listenConnectionString', 'logger', 'retention'],
+  ['pool', 'publisher', 'schema', 'owner', 'concurrency', 'batch', 'lease', 'publishTimeout', 'pollInterval', 'eventTypes', 'backoff', 'maxDeferAge', 'heartbeatInterval', 'startTimeout', 'listen', 'noPreparedStatements', 'listenConnectionString', 'logger', 'retention'],
   { handlerTimeout: 'the dispatcher\'s handler timeout is `publishTimeout`', maxAttempts: 'maxAttempts belongs on createOutbox (or on each event)' },
 );
 
@@ -157,6 +164,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     backoff: options.backoff,
     maxDeferAge: options.maxDeferAge,
     heartbeatInterval: options.heartbeatInterval,
+    startTimeout: options.startTimeout,
     listen: options.listen,
     noPreparedStatements: options.noPreparedStatements,
     listenConnectionString: options.listenConnectionString,

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'eventemitter3';
 import { sql } from 'kysely';
 import { parseDuration, type Duration } from '../duration.js';
-import { toError } from '../errors.js';
+import { toError, WorkerStateError } from '../errors.js';
 import { validateIdentifier } from '../input/identifier.js';
 import { checkName } from '../input/text.js';
 import { checkOptionKeys, optionKeys } from '../input/options.js';
@@ -108,7 +108,7 @@ export class Scheduler extends EventEmitter<SchedulerEventMap> {
    * missed meanwhile (its `catchUp` policy); then plans each one's next tick.
    */
   async start(): Promise<void> {
-    if (this.#state !== 'new') throw new Error(`scheduler ${this.owner} was already started`);
+    if (this.#state !== 'new') throw new WorkerStateError('scheduler', this.owner, this.#state);
     this.#state = 'running';
     await scheduleRegisterMany(this.#pool, this.#schema, this.owner, this.#schedules.map(declaration));
     for (const schedule of this.#schedules) {

@@ -29,7 +29,7 @@ import { ENQUEUE_OPTIONS, prepareInserts, validatePayload } from './enqueue.js';
  * @inline
  */
 type RuntimeOptions =
-  | 'pool' | 'owner' | 'concurrency' | 'batch' | 'prefetch' | 'maxPrefetch' | 'pollInterval' | 'heartbeatInterval' | 'listen' | 'logger'
+  | 'pool' | 'owner' | 'concurrency' | 'batch' | 'prefetch' | 'maxPrefetch' | 'pollInterval' | 'heartbeatInterval' | 'startTimeout' | 'listen' | 'logger'
   | 'noPreparedStatements' | 'listenConnectionString';
 
 /** Options of {@link createWorker}: the runtime's (see {@link LeaseWorkerOptions}), plus the tasks. */
@@ -57,7 +57,7 @@ type WorkerRuntime = LeaseWorkerOptions<TaskRow>;
 const TASK_HINT = 'belongs on defineTask: each task type sets its own';
 const WORKER_OPTIONS = optionKeys<WorkerOptions>()(
   'createWorker',
-  ['pool', 'tasks', 'schema', 'schedules', 'retention', 'owner', 'concurrency', 'batch', 'prefetch', 'maxPrefetch', 'pollInterval', 'heartbeatInterval', 'listen', 'logger', 'noPreparedStatements', 'listenConnectionString'],
+  ['pool', 'tasks', 'schema', 'schedules', 'retention', 'owner', 'concurrency', 'batch', 'prefetch', 'maxPrefetch', 'pollInterval', 'heartbeatInterval', 'startTimeout', 'listen', 'logger', 'noPreparedStatements', 'listenConnectionString'],
   Object.fromEntries(['lease', 'handlerTimeout', 'backoff', 'maxDeferAge', 'maxAttempts', 'priority', 'ordered', 'limit', 'validate', 'handler', 'version', 'accepts'].map((key) => [key, `${key} ${TASK_HINT}`])),
 );
 

@@ -67,6 +67,13 @@ export interface LeaseWorkerOptions<Row> extends RunOptions, PoolerOptions {
   pollInterval?: Duration;
   /** Extend in-flight leases this often. @defaultValue a third of the shortest lease */
   heartbeatInterval?: Duration;
+  /**
+   * How long `start()` waits for the database to answer its check (it connects, then reads the
+   * schema) before it gives up with a `DatabaseNotReadyError` (`unreachable`). Longer on a
+   * saturated machine or a slow network, where a healthy database may take more than the default
+   * to answer a new connection. @defaultValue '10s'
+   */
+  startTimeout?: Duration;
   /** Claim only rows with these names. @defaultValue all */
   names?: readonly string[];
   /**
@@ -131,6 +138,7 @@ export interface NormalizedLeaseWorkerOptions<Row> {
   readonly maxPrefetch: number;
   readonly pollIntervalMs: number;
   readonly heartbeatIntervalMs: number;
+  readonly startTimeoutMs: number;
   readonly names: readonly string[] | undefined;
   readonly versions: ClaimVersions | undefined;
   readonly settings: RunSettings;
@@ -150,7 +158,7 @@ export interface NormalizedLeaseWorkerOptions<Row> {
 
 // every key of LeaseWorkerOptions: createWorker passes its own (table, names, versions…) through here too
 const LEASE_WORKER_OPTIONS = optionKeys<LeaseWorkerOptions<unknown>>()('createLeaseWorker', [
-  'pool', 'table', 'handle', 'result', 'owner', 'concurrency', 'batch', 'prefetch', 'maxPrefetch', 'pollInterval', 'heartbeatInterval',
+  'pool', 'table', 'handle', 'result', 'owner', 'concurrency', 'batch', 'prefetch', 'maxPrefetch', 'pollInterval', 'heartbeatInterval', 'startTimeout',
   'names', 'versions', 'settingsFor', 'leaseMsByName', 'logger', 'migrationLines', 'limits', 'retention', 'telemetry',
   'lease', 'handlerTimeout', 'backoff', 'maxDeferAge', 'listen', 'noPreparedStatements', 'listenConnectionString',
 ]);
@@ -177,6 +185,7 @@ export function normalizeLeaseWorkerOptions<Row>(options: LeaseWorkerOptions<Row
   if (heartbeatIntervalMs >= Math.min(...leases)) {
     throw new ConfigError('heartbeatInterval', 'Expected `heartbeatInterval` to be shorter than the shortest lease');
   }
+  const startTimeoutMs = parseDuration(options.startTimeout ?? '10s', 'startTimeout');
   const names = options.names === undefined ? undefined : Object.freeze([...options.names]);
   if (names?.length === 0) throw new ConfigError('names', 'Expected `names` to list at least one name');
   return Object.freeze({
@@ -191,6 +200,7 @@ export function normalizeLeaseWorkerOptions<Row>(options: LeaseWorkerOptions<Row
     maxPrefetch,
     pollIntervalMs,
     heartbeatIntervalMs,
+    startTimeoutMs,
     names,
     versions: claimVersions(options.versions, names),
     settings,

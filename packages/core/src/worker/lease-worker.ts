@@ -1,6 +1,7 @@
 import { EventEmitter } from 'eventemitter3';
 import { checkOptionKeys, optionKeys } from '../input/options.js';
 import { parseDuration, type Duration } from '../duration.js';
+import { WorkerStateError } from '../errors.js';
 import { checkDatabase, describeTarget } from './check-database.js';
 import { claimLoop } from './claim-loop.js';
 import { ClaimSizing } from './claim-sizing.js';
@@ -25,8 +26,6 @@ import { Wakeup } from './wakeup.js';
 import { WorkerLog } from './worker-log.js';
 import { shutDown } from './worker-shutdown.js';
 
-/** How long `start()` waits for the database to answer its check. */
-const START_CHECK_TIMEOUT_MS = 10_000;
 /** How long a stop waits, after the rest, for a retention batch in flight and the worker-list delete before cutting them. */
 const RETENTION_STOP_MS = 500;
 
@@ -166,13 +165,14 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
 
   /**
    * Checks the database, then starts claiming. Rejects with a {@link DatabaseNotReadyError} that
-   * says what to do when the database cannot be reached (or does not answer within 10 s), does
+   * says what to do when the database cannot be reached (or does not answer within
+   * `startTimeout`, 10 s by default), does
    * not exist, refuses the login, or its schema is not migrated or is behind; the worker can then
    * be started again. Resolves once the worker claims, or once a `stop()` called meanwhile has
    * ended the start: then the worker never claims and never emits `worker:started`.
    */
   async start(): Promise<void> {
-    if (this.#state !== 'new') throw new Error(`worker ${this.owner} was already started`);
+    if (this.#state !== 'new') throw new WorkerStateError('worker', this.owner, this.#state);
     this.#state = 'running';
     this.#db.open();
     onPoolError(this.#o.pool, this.#onPoolError, 'on');
@@ -260,9 +260,10 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
   async #checkDatabase(): Promise<void> {
     const target = describeTarget(this.#o.pool);
     const check = checkDatabase(this.#db, this.#o.table, this.#o.migrationLines, target);
-    if (await settlesBy(check, performance.now() + START_CHECK_TIMEOUT_MS)) return check;
+    const { startTimeoutMs } = this.#o;
+    if (await settlesBy(check, performance.now() + startTimeoutMs)) return check;
     check.catch(() => undefined); // cut when the start is undone
-    throw new DatabaseNotReadyError('unreachable', `cannot use ${target}: no answer within ${START_CHECK_TIMEOUT_MS / 1000} s`);
+    throw new DatabaseNotReadyError('unreachable', `cannot use ${target}: no answer within ${startTimeoutMs / 1000} s (the worker's \`startTimeout\`)`);
   }
 
   /**
