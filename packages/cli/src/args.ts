@@ -2,11 +2,12 @@ import { parseArgs } from 'node:util';
 import { checkName, parseDuration, validateIdentifier } from '@leasehold/core/internal';
 import { dashboardArgsOf, type DashboardArgs } from './dashboard-args.js';
 import { UsageError } from './errors.js';
+import { workerArgsOf, type WorkerArgs } from './worker-args.js';
 
 /** The commands, as typed (`dead list` is one command of two words). */
 export const COMMANDS = [
   'migrate', 'stats', 'dead list', 'dead retry', 'dead skip', 'purge', 'watch', 'dashboard',
-  'schedules list', 'schedules pause', 'schedules resume', 'cancel', 'task show', 'patches', 'help', 'version',
+  'schedules list', 'schedules pause', 'schedules resume', 'cancel', 'task show', 'patches', 'worker', 'help', 'version',
 ] as const;
 
 /** One of {@link COMMANDS}. */
@@ -50,6 +51,8 @@ export interface Invocation {
   readonly patch: string | undefined;
   /** `dashboard`'s `--host`, `--port`, `--token`, `--read-only`. */
   readonly dashboard: DashboardArgs;
+  /** `worker`'s `--tasks` and the worker's options. */
+  readonly worker: WorkerArgs;
 }
 
 const OPTIONS = {
@@ -71,6 +74,14 @@ const OPTIONS = {
   'read-only': { type: 'boolean' },
   task: { type: 'string' },
   patch: { type: 'string' },
+  tasks: { type: 'string' },
+  concurrency: { type: 'string' },
+  'poll-interval': { type: 'string' },
+  'no-listen': { type: 'boolean' },
+  'listen-connection-string': { type: 'string' },
+  'no-prepared-statements': { type: 'boolean' },
+  migrate: { type: 'boolean' },
+  'shutdown-timeout': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean' },
 } as const;
@@ -95,6 +106,9 @@ const ALLOWED: Readonly<Record<Command, readonly OptionName[]>> = {
   cancel: ['reason'],
   'task show': [],
   patches: ['task', 'patch'],
+  worker: [
+    'tasks', 'concurrency', 'poll-interval', 'no-listen', 'listen-connection-string', 'no-prepared-statements', 'migrate', 'shutdown-timeout',
+  ],
   help: [],
   version: [],
 };
@@ -145,6 +159,7 @@ export function parseCommandLine(argv: readonly string[]): Invocation {
     task: values.task === undefined ? undefined : checked(() => checkName(values.task, '--task'), '--task'),
     patch: values.patch === undefined ? undefined : checked(() => checkName(values.patch, '--patch'), '--patch'),
     dashboard: dashboardArgsOf(values),
+    worker: workerArgsOf(values, command === 'worker'),
   });
 }
 

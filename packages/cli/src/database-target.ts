@@ -22,7 +22,8 @@ export function chooseDatabaseTarget(
   );
 }
 
-function checkUrl(url: string, source: string): string {
+/** `url` if it is a postgres:// URL; else a {@link UsageError} naming `source`. */
+export function checkUrl(url: string, source: string): string {
   let parsed: URL;
   try {
     parsed = new URL(url);

@@ -14,6 +14,7 @@ import { schedulesListCommand, schedulesPauseCommand } from './commands/schedule
 import { statsCommand } from './commands/stats.js';
 import { taskShowCommand } from './commands/task-show.js';
 import { watchCommand } from './commands/watch.js';
+import { workerCommand } from './commands/worker.js';
 import type { CommandContext, CommandHandler } from './commands/context.js';
 import { connect, type Connection } from './connect.js';
 import { chooseDatabaseTarget, describeDatabaseUrl } from './database-target.js';
@@ -23,9 +24,11 @@ import { EXIT_CODES, type ExitCode } from './exit-codes.js';
 import type { Io } from './io.js';
 import { leasedTables, type LeasedTables } from './leased-tables.js';
 import { schemaTables } from './sql/schema-tables.js';
+import { loadTaskModules } from './task-modules.js';
 import { USAGE } from './usage.js';
 
-const HANDLERS: Readonly<Record<Exclude<Command, 'help' | 'version'>, CommandHandler>> = {
+// `worker` is made once its task modules are loaded (runCommand)
+const HANDLERS: Readonly<Record<Exclude<Command, 'help' | 'version' | 'worker'>, CommandHandler>> = {
   migrate: migrateCommand,
   stats: statsCommand,
   watch: watchCommand,
@@ -69,6 +72,9 @@ export async function run(argv: readonly string[], environment: RunEnvironment):
 
 async function runCommand(invocation: Invocation, { env, io, signal }: RunEnvironment): Promise<ExitCode> {
   const target = chooseDatabaseTarget(invocation, env);
+  // before any connection: a wrong path or a module that throws fails without a database
+  const handler =
+    invocation.command === 'worker' ? workerCommand(await loadTaskModules(invocation.worker.tasks)) : HANDLERS[invocation.command as keyof typeof HANDLERS];
   let embedded: EmbeddedServer | undefined;
   let connection: Connection | undefined;
   try {
@@ -89,7 +95,7 @@ async function runCommand(invocation: Invocation, { env, io, signal }: RunEnviro
     }
     if (signal.aborted) return EXIT_CODES.interrupted;
     const ctx = context(invocation, connection, io, signal);
-    return await HANDLERS[invocation.command as keyof typeof HANDLERS](ctx);
+    return await handler(ctx);
   } finally {
     await connection?.pool.end().catch(() => undefined);
     if (embedded) {

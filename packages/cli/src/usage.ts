@@ -30,6 +30,15 @@ Commands:
   dashboard [--host 127.0.0.1] [--port 4100] [--token t] [--read-only]
                                   the web dashboard until Ctrl-C; any host but a loopback
                                   one needs --token (or $LEASEHOLD_DASHBOARD_TOKEN)
+  worker --tasks <module|folder> [--concurrency 8] [--poll-interval 2s] [--migrate]
+         [--no-listen | --listen-connection-string url] [--no-prepared-statements]
+         [--shutdown-timeout 30s]
+                                  run the task definitions and schedules the module (or every
+                                  .js .mjs .cjs .ts .mts .cts file directly in the folder)
+                                  exports, until SIGTERM/Ctrl-C: running tasks get the
+                                  shutdown timeout to finish, then exit 0; --migrate runs
+                                  "migrate" first (.ts files: Node.js 22.18+, or a loader:
+                                  NODE_OPTIONS="--import tsx")
 
 Ids are written task:12 or outbox:7 (as "dead list" prints them); a bare 12 means --table's,
 or the only table there is. Several ids: "task:12 task:13" or "task:12,13". "task show" and
@@ -46,7 +55,9 @@ Options:
 Exit codes:
   0    done
   1    could not: database unreachable, schema not migrated, unknown or not-dead ids (no such
-       task, for task show and cancel), SQL error
+       task, for task show and cancel), SQL error; worker: a task module failed to load, defines
+       no task, or two modules define one name
   2    wrong command line, or no database given
-  130  interrupted (SIGINT/SIGTERM); watch and dashboard exit 0 on Ctrl-C
+  130  interrupted (SIGINT/SIGTERM); watch, dashboard and worker exit 0 on Ctrl-C or SIGTERM
+       (worker: a second signal more than 2 s later exits 130 at once)
 `;

@@ -1,0 +1,3 @@
+import { defineTask } from '@leasehold/core';
+
+export const first = defineTask('cli-dup', { handler: () => {} });

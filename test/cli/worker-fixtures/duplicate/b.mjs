@@ -1,0 +1,3 @@
+import { defineTask } from '@leasehold/core';
+
+export const second = defineTask('cli-dup', { handler: () => {} });
