@@ -7,3 +7,6 @@ export interface SchedulerEventMap {
   /** A tick could not be fired (database, payload); it is tried again, or skipped if its payload is bad. */
   'scheduler:error': [{ name: string | null; error: Error }];
 }
+
+/** Every event of {@link SchedulerEventMap}, which a worker with schedules passes on as its own. @internal */
+export const SCHEDULER_EVENTS = ['schedule:fired', 'schedule:skipped', 'scheduler:error'] as const satisfies readonly (keyof SchedulerEventMap)[];

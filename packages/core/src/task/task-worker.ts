@@ -1,5 +1,7 @@
 import type { TaskRow } from '../leased-table.js';
 import type { Scheduler } from '../schedule/scheduler.js';
+import { SCHEDULER_EVENTS, type SchedulerEventMap } from '../schedule/scheduler-events.js';
+import { safeEmit } from '../worker/events.js';
 import { LeaseWorker, type StopOptions } from '../worker/lease-worker.js';
 import type { LeaseWorkerOptions } from '../worker/lease-worker-options.js';
 
@@ -16,6 +18,10 @@ export class TaskWorker extends LeaseWorker<TaskRow> {
   constructor(options: LeaseWorkerOptions<TaskRow>, scheduler: ((owner: string) => Scheduler) | undefined) {
     super(options);
     this.#scheduler = scheduler?.(this.owner);
+    // the scheduler is the worker's own: what it reports, the worker reports (docs/schedules.md)
+    for (const event of SCHEDULER_EVENTS) {
+      this.#scheduler?.on(event, (...payload: SchedulerEventMap[typeof event]) => safeEmit(this, event, ...(payload as [never])));
+    }
   }
 
   /** Starts the worker, then its schedules (see {@link LeaseWorker.start}). */

@@ -4,12 +4,16 @@ import type { PoolCounts } from './checkout-watch.js';
 import type { ReapedRow } from '../sql/lease-claim.js';
 import type { Claimed } from '../sql/lease-row.js';
 import type { RetentionReport } from '../retention/retention-runner.js';
+import type { SchedulerEventMap } from '../schedule/scheduler-events.js';
 
 /**
  * Everything a worker reports, as `noun:verb` events with one payload object each.
- * Listeners may throw: the worker catches it and reports it as `worker:error`.
+ * Listeners may throw: the worker catches it and reports it as `worker:error`. The scheduler's
+ * events (`schedule:fired`, `schedule:skipped`, `scheduler:error`, see {@link SchedulerEventMap})
+ * come from a worker made with `createWorker({ schedules })`, which runs a scheduler; no other
+ * worker emits them.
  */
-export interface WorkerEventMap<Row> {
+export interface WorkerEventMap<Row> extends SchedulerEventMap {
   /** A claim gave this worker the task; its handler starts now. */
   'task:claimed': [{ task: Claimed<Row> }];
   /** The handler finished and the fenced `done` was written. */
