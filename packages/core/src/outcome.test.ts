@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { DeferError, LeaseLostError, PayloadValidationError, PermanentError, RetryableError } from './errors.js';
-import { classifyOutcome } from './outcome.js';
+import { classifyOutcome, describeError } from './outcome.js';
 import { transitionFor } from './transition-for.js';
 
 describe('classifyOutcome', () => {
@@ -60,5 +60,22 @@ describe('transitionFor', () => {
       refund: true,
       maxAgeMs: 86_400_000,
     });
+  });
+});
+
+describe('describeError (what last_error stores)', () => {
+  it('name, code and message, then the causes: never a stack or a file path', () => {
+    const socket = Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' });
+    const broker = Object.assign(new Error('no responders', { cause: socket }), { name: 'NatsError', code: 503 });
+    const text = describeError(new RetryableError('publish failed', { cause: broker }));
+    expect(text).toBe('RetryableError: publish failed; cause: NatsError [503]: no responders; cause: Error: read ECONNRESET');
+    expect(text).not.toMatch(/\n|\s+at |\.[cm]?[jt]s\b|node_modules/);
+  });
+
+  it('a cause the message already repeats is not said twice; a cycle of causes ends', () => {
+    expect(describeError(new PayloadValidationError('t', new Error('bad field')))).toBe('PayloadValidationError: invalid payload for task "t": bad field');
+    const loop = new Error('a');
+    (loop as { cause?: unknown }).cause = new Error('b', { cause: loop });
+    expect(describeError(loop)).toBe('Error: a; cause: Error: b');
   });
 });

@@ -19,7 +19,7 @@ export type OutcomeKind = Outcome['kind'];
 /**
  * Classifies what a handler threw. `undefined` (nothing thrown) is success; `PermanentError`
  * and `DeferError` are what they say; anything else, including plain `Error`s and non-errors,
- * is a retryable failure reported with its stack.
+ * is a retryable failure (logged with its stack; stored without it, see {@link describeError}).
  */
 export function classifyOutcome(thrown: unknown, threw: boolean): Outcome {
   if (!threw) return { kind: 'success' };
@@ -42,9 +42,31 @@ export function assertNever(value: never): never {
   throw new Error(`unexpected value: ${JSON.stringify(value)}`);
 }
 
-/** Text stored in `last_error` for an error: message and stack, bounded. */
+/** Causes {@link describeError} follows, after the error itself. */
+const MAX_CAUSES = 3;
+
+/**
+ * Text stored in `last_error` for an error: its name, its code when it has one that is not
+ * leasehold's (a broker's `503`, a socket's `ECONNRESET`), its message, then the same of each
+ * `cause` (up to three), bounded. Never the stack: `last_error` is what the dashboard shows every
+ * viewer and the CLI prints, and a stack names the installation's files and modules. The worker's
+ * log record keeps the stack (`err`), for whoever reads the logs.
+ */
 export function describeError(error: Error, limit = 2_000): string {
-  const text = error.stack && error.stack.includes(error.message) ? error.stack : `${error.name}: ${error.message}`;
+  let text = headline(error);
+  let cause: unknown = error.cause;
+  for (let n = 0; cause !== undefined && cause !== null && n < MAX_CAUSES; n++) {
+    const next = toError(cause);
+    // a wrapper often repeats its cause's message (PayloadValidationError): say it once
+    if (!text.includes(next.message)) text += `; cause: ${headline(next)}`;
+    cause = next.cause;
+  }
   return text.length > limit ? `${text.slice(0, limit)}…` : text;
 }
 
+function headline(error: Error): string {
+  const code = (error as { code?: unknown }).code;
+  // a leasehold error's name says what its code does
+  const tagged = (typeof code === 'string' && code !== '') || typeof code === 'number' ? !isLeaseholdError(error) && !error.message.includes(String(code)) : false;
+  return `${error.name || 'Error'}${tagged ? ` [${String(code)}]` : ''}: ${error.message}`;
+}
