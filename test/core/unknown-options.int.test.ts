@@ -18,6 +18,7 @@ import {
   enqueueMany,
   getTask,
   isLeaseholdError,
+  leaseDeadList,
   migrate,
   sendSignal,
   taskTable,
@@ -137,6 +138,14 @@ describe('the workflow calls refuse an unknown option before any SQL', () => {
     const go = defineSignal<{ by: string }>('go');
     expect((await refusalAsync(sendSignal(noSql, '1', go, { by: 'a' }, { shema: 'leasehold' } as never))).message).toContain('did you mean `schema`?');
     expect((await refusalAsync(getTask(noSql, '1', { shema: 'leasehold' } as never))).option).toBe('shema');
+  });
+
+  it("leaseDeadList's page", async () => {
+    const page = { limit: 10, afterId: null };
+    expect((await refusalAsync(leaseDeadList(noSql, taskTable(), { ...page, afterID: '5' } as never))).message).toBe(
+      'unknown option `afterID` for leaseDeadList; did you mean `afterId`?',
+    );
+    expect((await refusalAsync(leaseDeadList(noSql, taskTable(), { ...page, offset: 20 } as never))).message).toContain('pass the last id you got as `afterId`');
   });
 });
 

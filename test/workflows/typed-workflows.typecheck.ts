@@ -10,6 +10,12 @@ declare const appDb: Kysely<{ stock: { sku: string; reserved: number } }>;
 
 const approved = defineSignal<{ by: string }>('approved');
 const cancelled = defineSignal('customer-cancelled'); // no payload
+// a signal's payload is stored as JSON, as a task's is: a type that is not JSON does not compile
+// @ts-expect-error -- the signal payload type is not JSON: `when` is a Date
+defineSignal<{ when: Date }>('rescheduled');
+// @ts-expect-error -- nor is a Map, however deep
+defineSignal<{ order: { lines: Map<string, number> } }>('amended');
+defineSignal<{ when: string; lines?: readonly { sku: string }[] }>('rescheduled-json'); // JSON: compiles
 
 const ship = defineTask('ship', {
   handler: async (p: { orderId: string; carrier: 'ups' | 'dhl' }) => ({ tracking: `${p.carrier}-${p.orderId}` }),

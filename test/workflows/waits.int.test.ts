@@ -169,6 +169,16 @@ describe('signals', () => {
     await worker.stop();
     expect(await sendSignal(t.pool, handle, approved, { by: 'late' })).toEqual({ delivered: false, status: 'done' });
   });
+
+  it('a signal to a dead task is stored for its retry (delivered: true); getTask of an unknown id is null (issue 34: both documented)', async () => {
+    const noop = defineTask('noop-dead-signalled', { handler: () => 'done' });
+    const handle = await enqueue(t.pool, noop, {});
+    await sql`UPDATE leasehold.task SET status = 'dead', last_error = 'gave up' WHERE id = ${handle.id}::bigint`.execute(t.db);
+    expect(await sendSignal(t.pool, handle, approved, { by: 'ann' })).toEqual({ delivered: true, status: 'dead' });
+    const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM leasehold.task_signal WHERE task_id = ${handle.id}::bigint`.execute(t.db);
+    expect(rows[0]!.n).toBe(1);
+    expect(await getTask(t.pool, '424242')).toBeNull();
+  });
 });
 
 describe('cancellation', () => {

@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { checkOptionKeys, optionKeys } from '../input/options.js';
 import type { LeasedTable } from '../leased-table.js';
 import { execute, type Executor } from './execute.js';
 import { tableRef } from './table-ref.js';
@@ -28,12 +29,16 @@ export interface DeadListPage {
   readonly afterId: string | null;
 }
 
+const PAGE_OPTIONS = optionKeys<DeadListPage>()('leaseDeadList', ['limit', 'afterId'], {
+  offset: 'pages go by id: pass the last id you got as `afterId`',
+});
+
 const DEAD_COLUMNS: readonly string[] = ['id', 'attempts', 'max_attempts', 'last_error', 'group_key', 'created_at'];
 
 /**
  * Lists dead rows by id, `page.limit` at a time, after `page.afterId` (the design article's
  * dead-letter query), with the table's extra columns mapped by its `mapRow`. Takes no locks;
- * uses the `<table>_dead` index.
+ * uses the `<table>_dead` index. A key `page` does not take is a `ConfigError`, before any SQL.
  *
  * @example
  * const dead = await leaseDeadList(pool, taskTable(), { limit: 100, afterId: null });
@@ -44,6 +49,7 @@ export async function leaseDeadList<Row>(
   table: LeasedTable<Row>,
   page: DeadListPage,
 ): Promise<DeadRow<Row>[]> {
+  checkOptionKeys(page, PAGE_OPTIONS);
   const columns = [...DEAD_COLUMNS, ...table.extraColumns.filter((c) => !DEAD_COLUMNS.includes(c))];
   const rows = await execute<Record<string, unknown>>(
     executor,

@@ -11,7 +11,11 @@ import { checkOptionKeys, optionKeys } from '../input/options.js';
 
 /** What {@link sendSignal} found. */
 export interface SignalSent {
-  /** False: the task had ended (done or cancelled), so nothing was stored. */
+  /**
+   * False: the task had ended (done or cancelled), so nothing was stored. True for a `dead` task:
+   * the signal is stored, since a dead task can be retried (`leasehold dead retry`) and its rerun
+   * takes the signal as it would one sent before it waited.
+   */
   readonly delivered: boolean;
   /** The task's status when the signal was sent. */
   readonly status: TaskStatus;
