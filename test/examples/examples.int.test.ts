@@ -41,6 +41,23 @@ describe('examples run to a successful end', () => {
     expect(result.code, result.stderr).toBe(0);
   });
 
+  it('the demo with a database that does not exist, or a server out of reach: one line that says so, no stack, exit code 1', async () => {
+    const missing = new URL(t.url);
+    missing.pathname = '/no_such_demo_database';
+    const unreachable = new URL(t.url);
+    unreachable.hostname = '127.0.0.1';
+    unreachable.port = '1';
+    for (const [url, words] of [
+      [missing, /^demo failed: database "no_such_demo_database" does not exist \[3D000\] \(check DATABASE_URL; without it the demo starts a throwaway PostgreSQL\)$/],
+      [unreachable, /^demo failed: connect ECONNREFUSED 127\.0\.0\.1:1 \[ECONNREFUSED\] \(check DATABASE_URL/],
+    ] as const) {
+      const result = await runProgram('examples/src/demo/main.ts', envWith(url.toString()));
+      expect(result.code).toBe(1);
+      expect(result.stderr.trim()).toMatch(words);
+      expect(result.stderr.trim().split('\n')).toHaveLength(1);
+    }
+  });
+
   it('the demo without DATABASE_URL starts a throwaway PostgreSQL and leaves no process or folder behind', async () => {
     const tmp = privateTmpdir();
     try {
