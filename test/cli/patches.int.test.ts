@@ -46,6 +46,21 @@ describe('leasehold stats: workflow versions', () => {
     expect(stats.out).toContain('! 1 dead run failed replay (NonDeterminismError)');
   });
 
+  it('flags a task name no live worker runs at all (issue 34: such runs stayed pending without a word)', async () => {
+    await seedRun(t.db, { name: 'welcome-mial' }); // enqueued under a misspelt name
+    await seedRun(t.db, { name: 'welcome-mial' });
+    const stats = await leasehold('stats');
+    expect(stats.code, stats.err).toBe(0);
+    expect(stats.out).toMatch(/^welcome-mial\s+1\s+2\s+0\s+0\s+0\s+\S+\s+NONE$/m);
+    expect(stats.out).toContain('! welcome-mial: no live worker runs this task; its 2 runs wait until a worker with "welcome-mial" among its tasks starts (not deployed? the name misspelt?)');
+    // a version no worker accepts, of a name a worker runs, keeps its own words
+    expect(stats.out).toContain('! order version 1: no live worker accepts it');
+    const json = JSON.parse((await leasehold('stats', '--json')).out) as { versions: { versions: { name: string; servedBy: number | null; acceptedBy: number | null }[] } };
+    const byName = (name: string) => json.versions.versions.filter((v) => v.name === name).map((v) => [v.acceptedBy, v.servedBy]);
+    expect(byName('welcome-mial')).toEqual([[0, 0]]);
+    expect(byName('order')).toEqual([[0, 1], [1, 1]]);
+  });
+
   it('dead list marks the runs that failed replay and says how to resume them', async () => {
     const dead = await leasehold('dead', 'list');
     expect(dead.code, dead.err).toBe(0);

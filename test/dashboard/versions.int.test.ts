@@ -68,6 +68,15 @@ describe('the versions page', () => {
     expect(await page('/')).toContain('<a href="/versions">Versions</a>');
   });
 
+  it('says so when no live worker runs a task name at all (issue 34: its runs waited without a word)', async () => {
+    await seedRun(t.db, { name: 'welcome-mial' });
+    const html = await page('/versions');
+    expect(versionRow(html, 'welcome-mial', 1)).toContain('<span class="status status-dead">no live worker runs this task</span>');
+    expect(html).toContain('<strong>welcome-mial</strong>: no live worker runs this task; 1 run waits for a worker with it among its tasks (not deployed, or the name misspelt?).');
+    // a version no worker accepts, of a name a worker runs, keeps its own words
+    expect(versionRow(html, 'order', 1)).toContain('no live worker accepts this version');
+  });
+
   it('shows on a dead run\'s page that it failed replay, why, and what brings it back', async () => {
     const { rows } = await sql<{ id: string }>`SELECT id FROM leasehold.task WHERE status = 'dead' AND last_error LIKE 'NonDeterminismError:%'`.execute(t.db);
     const html = await page(`/tasks/${rows[0]!.id}`);

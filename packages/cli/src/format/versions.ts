@@ -65,7 +65,10 @@ export function renderVersions(report: VersionsReport): string {
   const lines = [renderTable(headers, rows, [1, 2, 3, 4, 5, 6, 7])];
   for (const v of unclaimable(report)) {
     const runs = v.pending + v.processing + v.waiting;
-    lines.push(`! ${v.name} version ${v.version}: no live worker accepts it; ${runs === 1 ? 'its 1 run waits' : `its ${runs} runs wait`} until a worker whose definition accepts version ${v.version} starts`);
+    const waiting = runs === 1 ? 'its 1 run waits' : `its ${runs} runs wait`;
+    // no worker has the name at all: not a version to deploy, a worker (or a spelling) to check
+    if (v.servedBy === 0) lines.push(`! ${v.name}: no live worker runs this task; ${waiting} until a worker with "${v.name}" among its tasks starts (not deployed? the name misspelt?)`);
+    else lines.push(`! ${v.name} version ${v.version}: no live worker accepts it; ${waiting} until a worker whose definition accepts version ${v.version} starts`);
   }
   const failed = report.nonDeterminismDead.reduce((n, d) => n + d.dead, 0);
   if (failed > 0) {

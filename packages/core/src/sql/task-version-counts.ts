@@ -26,6 +26,12 @@ export interface TaskVersionRow {
    * report nothing), so that acceptance is unknown rather than "none".
    */
   readonly acceptedBy: number | null;
+  /**
+   * Live workers that run this task name at all, whatever version: 0 when no live worker has it
+   * among its tasks (a worker not deployed, or a name misspelt in `defineTask` or in the
+   * enqueuer), so these runs wait without a word from any worker. Null like `acceptedBy`.
+   */
+  readonly servedBy: number | null;
 }
 
 /**
@@ -37,7 +43,7 @@ export interface TaskVersionRow {
 export async function taskVersionCounts(executor: Executor, table: LeasedTable<unknown>, liveWithinMs: number): Promise<TaskVersionRow[]> {
   const rows = await execute<{
     name: string; version: number; pending: string; processing: string; waiting: string;
-    oldest_ms: number; pending_ms: number | null; accepted_by: number | null;
+    oldest_ms: number; pending_ms: number | null; accepted_by: number | null; served_by: number | null;
   }>(
     executor,
     sql`
@@ -62,11 +68,17 @@ export async function taskVersionCounts(executor: Executor, table: LeasedTable<u
           CROSS JOIN LATERAL jsonb_each(w.accepts) AS a(name, versions)
           CROSS JOIN LATERAL jsonb_array_elements_text(a.versions) AS v(version)
         GROUP BY 1, 2
+      ),
+      -- the names each live worker runs, at any version
+      served AS (
+        SELECT s.name, count(*)::int AS workers FROM live AS w CROSS JOIN LATERAL jsonb_object_keys(w.accepts) AS s(name) GROUP BY 1
       )
       SELECT o.name, o.version, o.pending, o.processing, o.waiting,
              ${ageMs(sql`o.oldest`)} AS oldest_ms, ${ageMs(sql`o.pending_since`)} AS pending_ms,
-             CASE WHEN EXISTS (SELECT 1 FROM live) THEN coalesce(a.workers, 0) END AS accepted_by
+             CASE WHEN EXISTS (SELECT 1 FROM live) THEN coalesce(a.workers, 0) END AS accepted_by,
+             CASE WHEN EXISTS (SELECT 1 FROM live) THEN coalesce(s.workers, 0) END AS served_by
       FROM open AS o LEFT JOIN accepted AS a ON a.name = o.name AND a.version = o.version
+        LEFT JOIN served AS s ON s.name = o.name
       ORDER BY o.name, o.version
     `,
   );
@@ -79,5 +91,6 @@ export async function taskVersionCounts(executor: Executor, table: LeasedTable<u
     oldestAgeMs: Math.max(0, Math.round(Number(r.oldest_ms))),
     oldestPendingAgeMs: r.pending_ms === null ? null : Math.max(0, Math.round(Number(r.pending_ms))),
     acceptedBy: r.accepted_by,
+    servedBy: r.served_by,
   }));
 }

@@ -33,7 +33,10 @@ function alerts(ctx: PageContext, data: VersionsData): Html | string {
   return h`<section aria-labelledby="s-attention" class="callout"><h2 id="s-attention">Needs attention</h2><ul>
 ${stuck.map((v) => {
   const runs = v.pending + v.processing + v.waiting;
-  return h`<li><strong>${v.name}</strong> version ${v.version}: no live worker accepts this version; ${formatCount(runs)} ${runs === 1 ? 'run waits' : 'runs wait'} for one that does.</li>`;
+  const wait = `${formatCount(runs)} ${runs === 1 ? 'run waits' : 'runs wait'}`;
+  // no worker has the name at all: a worker to deploy (or a spelling to fix), not a version
+  if (v.servedBy === 0) return h`<li><strong>${v.name}</strong>: no live worker runs this task; ${wait} for a worker with it among its tasks (not deployed, or the name misspelt?).</li>`;
+  return h`<li><strong>${v.name}</strong> version ${v.version}: no live worker accepts this version; ${wait} for one that does.</li>`;
 })}
 ${failed > 0 ? h`<li>${formatCount(failed)} dead run${failed === 1 ? '' : 's'} failed replay: their code no longer matches what they recorded. <a href="${ctx.base}/dead">Dead letters</a></li>` : ''}
 </ul></section>`;
@@ -68,6 +71,7 @@ function versionTable(ctx: PageContext, data: VersionsData): Html {
   const accepting = (open: TaskVersionRow | null): Html | string => {
     if (open === null) return '—';
     if (open.acceptedBy === null) return h`<span class="muted">unknown</span>`;
+    if (open.servedBy === 0) return h`<span class="status status-dead">no live worker runs this task</span>`;
     return open.acceptedBy === 0 ? h`<span class="status status-dead">no live worker accepts this version</span>` : formatCount(open.acceptedBy);
   };
   return h`<div class="scroll" role="region" aria-labelledby="cap-versions" tabindex="0"><table class="data">
