@@ -68,13 +68,14 @@ async function parkWaitsForLock(): Promise<void> {
 }
 
 describe('a wait records and parks in one round trip', () => {
-  it('a sleep: one message after the run read its steps, no transaction of its own; due in by the database clock', async () => {
+  it('a sleep: one message, no transaction of its own, no read of steps at a first claim; due in by the database clock', async () => {
     const { pool, sent } = countingPool();
     try {
       const { id, told, run } = await claimedRun(pool);
       await expect(run.sleep('nap', '10s')).rejects.toBeInstanceOf(SuspendedError);
-      expect(sent).toHaveLength(2); // the run's steps, read once; the park
-      expect(sent[0]).toMatch(/^SELECT name, done, result/);
+      // the park alone: claimed at lease_version 1, the run has recorded nothing and does not ask
+      expect(sent).toHaveLength(1);
+      expect(sent[0]).toMatch(/jsonb_to_recordset/);
       expect(sent.some((q) => /^\s*(BEGIN|COMMIT)/.test(q))).toBe(false);
       expect(await readTask(t.db, id)).toMatchObject({ status: 'waiting', leaseOwner: null, attempts: 0 });
       expect(await stepRow(id, 'nap')).toMatchObject({ done: false });
@@ -93,14 +94,14 @@ describe('a wait records and parks in one round trip', () => {
       const timed = await claimedRun(pool);
       sent.length = 0;
       await expect(timed.run.waitForSignal(approved, { timeout: '1h' })).rejects.toBeInstanceOf(SuspendedError);
-      expect(sent).toHaveLength(2);
+      expect(sent).toHaveLength(1);
       expect(await readTask(t.db, timed.id)).toMatchObject({ status: 'waiting' });
       expect(timed.told.suspended[0]!.dueInMs).toBeGreaterThan(3_500_000);
 
       const open = await claimedRun(pool);
       sent.length = 0;
       await expect(open.run.waitForSignal(approved)).rejects.toBeInstanceOf(SuspendedError);
-      expect(sent).toHaveLength(2);
+      expect(sent).toHaveLength(1);
       expect(open.told.suspended[0]!.dueInMs).toBeUndefined();
 
       const parent = await claimedRun(pool);
@@ -124,7 +125,7 @@ describe('a wait records and parks in one round trip', () => {
       await expect(run.sleep('past', new Date(Date.now() - 1_000))).resolves.toBeUndefined();
       expect(await run.waitForSignal(approved, { timeout: '1h' })).toEqual({ timedOut: false, payload: { by: 'ann' } });
       expect(await run.waitForSignal(approved, { step: 'again', timeout: 0 })).toEqual({ timedOut: true });
-      expect(sent).toHaveLength(4); // the steps read, then one message per wait
+      expect(sent).toHaveLength(3); // one message per wait (nothing read at a first claim)
       expect(told.suspended).toEqual([]);
       expect(await readTask(t.db, id)).toMatchObject({ status: 'processing' });
       expect(await stepRow(id, 'past')).toMatchObject({ done: true });
@@ -265,7 +266,8 @@ describe('on a worker', () => {
     }
     const count = (re: RegExp) => sent.filter((q) => re.test(q)).length;
     expect(count(/^\s*BEGIN/)).toBe(0);
-    expect(count(/^SELECT name, done, result/)).toBe(RUNS);
+    // first claims: nothing recorded, nothing read
+    expect(count(/FROM "leasehold"."task_step" AS p/)).toBe(0);
     const parks = count(/jsonb_to_recordset/);
     expect(parks).toBeGreaterThan(0);
     expect(parks).toBeLessThanOrEqual(RUNS);
@@ -275,6 +277,46 @@ describe('on a worker', () => {
               WHERE t.name = ${napper.name} AND s.name = 'nap' AND NOT s.done AND s.wake_at > now()) AS open
     `.execute(t.db);
     expect(rows[0]).toEqual({ waiting: RUNS, open: RUNS });
+  });
+
+  it('100 runs woken from their sleeps: each replay read is shared by the runs a claim started, and closes their sleeps, so no park message goes out on the wake', async () => {
+    const RUNS = 100;
+    const started = new Set<number>();
+    const napper = defineTask('park-write-waker', {
+      handler: async (p: { i: number }, ctx: TaskContext) => {
+        await ctx.sleep('nap', '300ms');
+        await ctx.step('after', () => void started.add(p.i));
+      },
+    });
+    const { pool, sent } = countingPool({ max: 10 });
+    let ids: string[] = [];
+    try {
+      const worker = track(createWorker({ pool, tasks: [napper], concurrency: 50, pollInterval: 20 }));
+      let done = 0;
+      const all = new Promise<void>((resolve) => worker.on('task:succeeded', () => void (++done === RUNS && resolve())));
+      await worker.start();
+      ids = (await enqueueMany(t.pool, napper, Array.from({ length: RUNS }, (_, i) => ({ payload: { i } })))).map((r) => r.id);
+      await all;
+      await worker.stop();
+    } finally {
+      await pool.end();
+    }
+    expect(started.size).toBe(RUNS);
+    const count = (re: RegExp) => sent.filter((q) => re.test(q)).length;
+    const reads = count(/FROM "leasehold"."task_step" AS p/);
+    expect(reads).toBeGreaterThan(0);
+    expect(reads).toBeLessThan(RUNS);
+    // each run's park went out once, when it began to sleep: its wake found the sleep closed by
+    // the read, and sent no park message to close it
+    const parks = sent.filter((q) => /jsonb_to_recordset/.test(q));
+    const parksOf = (id: string) => parks.filter((q) => q.includes(`"task_id":"${id}"`)).length;
+    expect(ids.filter((id) => parksOf(id) !== 1)).toEqual([]);
+    const { rows } = await sql<{ n: number; closed: number }>`
+      SELECT count(*)::int AS n, count(*) FILTER (WHERE s.done AND s.done_at >= s.wake_at)::int AS closed
+      FROM leasehold.task_step AS s JOIN leasehold.task AS t ON t.id = s.task_id
+      WHERE t.name = ${napper.name} AND s.name = 'nap'
+    `.execute(t.db);
+    expect(rows[0]).toEqual({ n: RUNS, closed: RUNS });
   });
 });
 

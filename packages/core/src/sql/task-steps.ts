@@ -35,14 +35,39 @@ export function signalTableRef(table: LeasedTable<unknown>): RawBuilder<unknown>
   return sql.id(table.schema, `${table.table}_signal`);
 }
 
-/** Every step a task has recorded, by name. No locks. */
-export async function taskStepsRead(executor: Executor, table: LeasedTable<unknown>, taskId: string): Promise<Map<string, RecordedStep>> {
-  // pg reads SQL NULL ("returned nothing") and JSON null alike; `nothing` tells them apart
-  const rows = await execute<{ name: string; done: boolean; result: unknown; nothing: boolean; position: number | null; kind: RecordKind | null }>(
+/**
+ * Every step each of the given runs has recorded, by task id and then by name, in one statement.
+ * A sleep of a run whose wake time has passed is recorded done on the way, under the run's token
+ * (its row still `processing` at that version): the run was claimed because the sleep ended, so
+ * its replay goes on past it without a write of its own. No locks: the task rows are read, not
+ * locked, since closing a due sleep is the same fact whoever records it.
+ */
+export async function taskStepsReadMany(executor: Executor, table: LeasedTable<unknown>, tokens: readonly LeaseToken[]): Promise<Map<string, Map<string, RecordedStep>>> {
+  const s = stepTableRef(table);
+  const rows = await execute<{ task_id: string; name: string; done: boolean; result: unknown; nothing: boolean; position: number | null; kind: RecordKind | null }>(
     executor,
-    sql`SELECT name, done, result, result IS NULL AS nothing, position, kind FROM ${stepTableRef(table)} WHERE task_id = ${taskId}::bigint`,
+    sql`
+      WITH input AS (
+        SELECT * FROM unnest(${tokens.map((t) => t.id)}::bigint[], ${tokens.map((t) => t.leaseVersion)}::bigint[]) AS u(id, version)
+      ), f AS (
+        SELECT l.id, l.lease_version FROM ${tableRef(table)} AS l WHERE ${byPrimaryKey('l', 'input', 'processing')}
+      ), woke AS (
+        UPDATE ${s} AS p SET done = true, lease_version = input.version, done_at = now()
+        FROM input JOIN f ON f.id = input.id AND f.lease_version = input.version
+        WHERE p.task_id = input.id AND p.kind = 'sleep' AND NOT p.done AND p.wake_at <= now()
+        RETURNING p.task_id, p.name
+      )
+      SELECT p.task_id, p.name, p.done OR w.name IS NOT NULL AS done, p.result, p.result IS NULL AS nothing, p.position, p.kind
+      FROM ${s} AS p LEFT JOIN woke AS w ON w.task_id = p.task_id AND w.name = p.name
+      WHERE p.task_id = ANY(${tokens.map((t) => t.id)}::bigint[])
+    `,
   );
-  return new Map(rows.map((r) => [r.name, { done: r.done, result: r.nothing ? undefined : r.result, position: r.position, kind: r.kind }]));
+  const byTask = new Map<string, Map<string, RecordedStep>>(tokens.map((t) => [t.id, new Map()]));
+  // pg reads SQL NULL ("returned nothing") and JSON null alike; `nothing` tells them apart
+  for (const r of rows) {
+    byTask.get(String(r.task_id))?.set(r.name, { done: r.done, result: r.nothing ? undefined : r.result, position: r.position, kind: r.kind });
+  }
+  return byTask;
 }
 
 /**

@@ -1,10 +1,10 @@
 import type { PgQueryable } from '../sql/execute.js';
 import { taskParkMany, type ParkRequest, type ParkResult } from '../sql/task-park-many.js';
-import { perPoolAndTable, WriteBatcher } from './write-batcher.js';
+import { perPoolAndTable, Batcher } from './batcher.js';
 
 /**
  * The batcher of the sleeps, signal waits and children waits of every workflow running on a pool
- * (see WriteBatcher, taskParkMany): each records its wait and parks its task unless the wait is
+ * (see Batcher, taskParkMany): each records its wait and parks its task unless the wait is
  * over; `lost` when the fence refused. A batch holds one wait per task: a second wait of the same
  * run (calls made together) goes in the next batch, so it finds what the first did, as it would
  * one after the other.
@@ -12,7 +12,7 @@ import { perPoolAndTable, WriteBatcher } from './write-batcher.js';
  */
 export const parkRecorder = perPoolAndTable(
   (pool: PgQueryable, table) =>
-    new WriteBatcher<ParkRequest, ParkResult>(
+    new Batcher<ParkRequest, ParkResult>(
       (requests) => taskParkMany(pool, table, requests),
       (queue) => {
         const tasks = new Set<string>();

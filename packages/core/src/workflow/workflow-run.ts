@@ -17,7 +17,7 @@ import { leaseReadState } from '../sql/lease-read-state.js';
 import type { Claimed } from '../sql/lease-row.js';
 import { taskInsertMany } from '../sql/task-insert-many.js';
 import type { ParkResult } from '../sql/task-park-many.js';
-import { taskChildrenRead, taskFenceLock, taskPatchRecord, taskStepRecord, taskStepsRead, type ChildRow, type RecordedStep } from '../sql/task-steps.js';
+import { taskChildrenRead, taskFenceLock, taskPatchRecord, taskStepRecord, type ChildRow, type RecordedStep } from '../sql/task-steps.js';
 import { withTransaction, type PgPoolLike, type TransactionHandle, type TransactionSource } from '../sql/transaction.js';
 import type { TaskDefinition } from '../task/define-task.js';
 import type { EnqueueItem } from '../task/enqueue.js';
@@ -27,6 +27,7 @@ import { runnerControl, type HandlerContext } from '../worker/handler-context.js
 import { checkSignal, type SignalDefinition } from './define-signal.js';
 import { recordedJson } from './json-value.js';
 import { parkRecorder } from './park-recorder.js';
+import { replayReader } from './replay-reader.js';
 import { stepRecorder } from './step-recorder.js';
 import type { TaskRef } from './task-ref.js';
 
@@ -321,7 +322,13 @@ export class WorkflowRun {
   #loaded: Replay | undefined;
 
   #load(): Promise<Replay> {
-    return (this.#records ??= taskStepsRead(this.#pool, this.#table, this.#task.id).then((recorded) => (this.#loaded = new Replay(recorded))));
+    if (this.#records !== undefined) return this.#records;
+    const task = this.#task;
+    // Every record is written under a lease, and a task's first claim is lease_version 1: a run
+    // claimed at 1 has recorded nothing, and need not ask.
+    const recorded: Promise<ReadonlyMap<string, RecordedStep>> =
+      task.leaseVersion === 1 ? Promise.resolve(new Map()) : replayReader(this.#pool, this.#table).submit({ id: task.id, leaseVersion: task.leaseVersion });
+    return (this.#records = recorded.then((steps) => (this.#loaded = new Replay(steps))));
   }
 
   /** The record of `call`, checked against what the run recorded at its position. */

@@ -7,26 +7,28 @@ interface Pending<Req, Res> {
 }
 
 /**
- * Batches the writes of every workflow running on a pool, as the finalizer batches completions:
- * while one write is in flight the next requests queue up and go out together, each still fenced
- * by its own task's token. With many workflows writing at once that is one round trip (and one
- * commit) for many; alone, a request goes out at once (after the current tick, which the requests
- * made in it join). `take` picks the next batch from the queue and leaves the rest for the one
- * after (all of it, unless the writer says otherwise).
+ * Batches the round trips of every workflow running on a pool (their fenced writes, and the
+ * replay reads of runs that start together), as the finalizer batches completions: while one
+ * round trip is in flight the next requests queue up and go out together, each write still fenced
+ * by its own task's token. With many workflows at once that is one round trip (and one commit)
+ * for many; alone, a request goes out at once (after the current tick, which the requests made in
+ * it join). `take` picks the next batch from the queue and leaves the rest for the one after (all
+ * of it, unless the caller says otherwise).
  * @internal
  */
-export class WriteBatcher<Req, Res> {
-  readonly #write: (batch: readonly Req[]) => Promise<readonly Res[]>;
+export class Batcher<Req, Res> {
+  readonly #send: (batch: readonly Req[]) => Promise<readonly Res[]>;
   readonly #take: ((queue: readonly Req[]) => number[]) | undefined;
   #queue: Pending<Req, Res>[] = [];
   #draining = false;
 
   /**
-   * `write` returns one result per request, in order. `take`, when given, returns the positions
-   * in the queue that make the next batch (the others wait for the batch after it).
+   * `send` makes the round trip for a batch and returns one result per request, in order.
+   * `take`, when given, returns the positions in the queue that make the next batch (the others
+   * wait for the batch after it).
    */
-  constructor(write: (batch: readonly Req[]) => Promise<readonly Res[]>, take?: (queue: readonly Req[]) => number[]) {
-    this.#write = write;
+  constructor(send: (batch: readonly Req[]) => Promise<readonly Res[]>, take?: (queue: readonly Req[]) => number[]) {
+    this.#send = send;
     this.#take = take;
   }
 
@@ -55,7 +57,7 @@ export class WriteBatcher<Req, Res> {
           this.#queue = queue.filter((_, i) => !chosen.has(i));
         }
         try {
-          const results = await this.#write(batch.map((p) => p.request));
+          const results = await this.#send(batch.map((p) => p.request));
           batch.forEach((p, i) => p.resolve(results[i]!));
         } catch (error) {
           for (const p of batch) p.reject(error);
@@ -69,7 +71,7 @@ export class WriteBatcher<Req, Res> {
 
 /**
  * One `make(pool, table)` per pool and table, kept while the pool lives: the batchers of a kind
- * (see {@link WriteBatcher}) share it.
+ * (see {@link Batcher}) share it.
  * @internal
  */
 export function perPoolAndTable<P extends object, T>(make: (pool: P, table: LeasedTable<unknown>) => T): (pool: P, table: LeasedTable<unknown>) => T {
