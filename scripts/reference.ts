@@ -8,7 +8,7 @@
 // entry points the packages' package.json "exports" declare.
 import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import { USAGE } from '../packages/cli/src/usage.js';
 import { publishedPackages, ROOT } from './packages.js';
 
@@ -40,15 +40,28 @@ interface Package {
 const check = process.argv.includes('--check');
 const packages = publishedPackages().map(readPackage);
 
-const configured = (JSON.parse(readFileSync(join(ROOT, 'typedoc.json'), 'utf8')) as { entryPoints: string[] }).entryPoints;
+const options = JSON.parse(readFileSync(join(ROOT, 'typedoc.json'), 'utf8')) as {
+  entryPoints: string[];
+  packagesRequiringDocumentation: string[];
+};
 const exported = packages.flatMap((pkg) => pkg.entryPoints.map((entry) => entry.source));
-const unlisted = exported.filter((source) => !configured.includes(source));
-const extra = configured.filter((source) => !exported.includes(source));
-if (unlisted.length > 0 || extra.length > 0) {
+// TypeDoc checks that names are documented only in the packages this lists (by default the one
+// package of a single-package project; with several, none)
+const documented = packages.filter((pkg) => pkg.entryPoints.length > 0).map((pkg) => pkg.manifest.name);
+const mismatches = [
+  ...exported.filter((source) => !options.entryPoints.includes(source)).map((source) => `entryPoints misses ${source}`),
+  ...options.entryPoints.filter((source) => !exported.includes(source)).map((source) => `entryPoints: ${source} is not a public entry point`),
+  ...documented
+    .filter((name) => !options.packagesRequiringDocumentation.includes(name))
+    .map((name) => `packagesRequiringDocumentation misses ${name}`),
+  ...options.packagesRequiringDocumentation
+    .filter((name) => !documented.includes(name))
+    .map((name) => `packagesRequiringDocumentation: ${name} has no JavaScript API`),
+];
+if (mismatches.length > 0) {
   fail(
-    'typedoc.json entryPoints must be exactly the packages\' public entry points (package.json "exports"):' +
-      unlisted.map((source) => `\n- missing: ${source}`).join('') +
-      extra.map((source) => `\n- not a public entry point: ${source}`).join(''),
+    'typedoc.json must list exactly the public entry points of the packages\' package.json "exports", and their packages:' +
+      mismatches.map((mismatch) => `\n- ${mismatch}`).join(''),
   );
 }
 
@@ -65,12 +78,14 @@ for (const pkg of packages) {
 }
 // replaces TypeDoc's list of modules: one row per package, the CLI included
 writeFileSync(join(SCRATCH, 'README.md'), indexPage());
+const broken = brokenLinks(SCRATCH);
+if (broken.length > 0) fail(`links to nothing in the generated pages:${broken.map((link) => `\n- ${link}`).join('')}`);
 
 if (check) {
   const differences = compareTrees(SCRATCH, TARGET);
   if (differences.length > 0) {
     fail(
-      `docs/reference is not what the sources generate (${differences.length} files differ; run npm run docs:reference and commit it):` +
+      `docs/reference is not what the sources generate (${differences.length === 1 ? "1 file differs" : `${differences.length} files differ`}; run npm run docs:reference and commit it):` +
         differences
           .slice(0, 20)
           .map((difference) => `\n- ${difference}`)
@@ -173,6 +188,24 @@ function compareTrees(generated: string, checkedIn: string): string[] {
   }
   for (const file of theirs) differences.push(`no longer generated: docs/reference/${file}`);
   return differences;
+}
+
+/** Relative links (to a page, or to the repository's files) whose target does not exist. */
+function brokenLinks(dir: string): string[] {
+  const broken: string[] = [];
+  for (const file of listFiles(dir)) {
+    for (const match of readFileSync(join(dir, file), 'utf8').matchAll(/\]\(([^)\s]+)\)/g)) {
+      const link = match[1] ?? '';
+      const path = link.split('#')[0] ?? '';
+      if (path === '' || /^[a-z]+:/i.test(path)) continue;
+      // read where the page will be, docs/reference; a page it links to is in what was generated
+      const target = resolve(TARGET, dirname(file), path);
+      const inside = relative(TARGET, target);
+      const exists = inside.startsWith('..') ? existsSync(target) : existsSync(join(dir, inside));
+      if (!exists) broken.push(`docs/reference/${file}: ${link}`);
+    }
+  }
+  return broken;
 }
 
 function fail(message: string): never {

@@ -58,6 +58,10 @@ export interface Inbox {
    * `INPUT_LIMITS.keyBytes` bytes, without NUL or lone surrogates), before any SQL runs.
    */
   receive<DB, T>(db: Kysely<DB>, messageId: string, apply: (trx: Kysely<DB>) => Promise<T>, options?: ReceiveOptions): Promise<ReceiveResult<T>>;
+  /**
+   * The same with `pg`: a `Pool` or a client outside a transaction has one opened; a client after
+   * `BEGIN` joins it. `apply` gets the client the transaction runs on.
+   */
   receive<T>(db: PgQueryable, messageId: string, apply: (client: PgQueryable) => Promise<T>, options?: ReceiveOptions): Promise<ReceiveResult<T>>;
   /**
    * Deletes records older than `olderThan`, oldest first, in statements of at most `batchSize`

@@ -53,6 +53,10 @@ export interface PublishContext {
  * };
  */
 export interface Publisher {
+  /**
+   * Sends one message downstream: resolves once it is accepted there, throws (as above) when it
+   * is not. Pass `context.signal` on to the SDK or `fetch`.
+   */
   publish(message: OutboxMessage, context: PublishContext): Promise<void>;
   /**
    * Releases what the publisher holds open (a broker connection, a channel). Optional: an
