@@ -62,29 +62,26 @@ export interface ExecuteOptions {
  * (the driver's error its `cause`), whichever public call sent the statement.
  */
 export async function execute<R>(executor: Executor, query: RawBuilder<R>, options: ExecuteOptions = {}): Promise<R[]> {
+  // one try around the body, not a wrapper call: a statement that succeeds costs no extra promise
   try {
-    return await run(executor, query, options);
+    if (isKysely(executor)) {
+      const result = await query.execute(executor);
+      return result.rows;
+    }
+    const compiled = query.compile(compiler);
+    const values = [...compiled.parameters];
+    if (values.length === 0 || options.prepare === false || (anyUnprepared && unprepared.has(executor))) {
+      // no parameters: simple protocol (allows several statements, e.g. migrations); not
+      // prepared: an unnamed statement, planned for these very values
+      return (await executor.query(compiled.sql, values)).rows as R[];
+    }
+    // named: pg parses and plans it once per connection, then reuses it
+    const name = statementName(compiled.sql);
+    const result = await (executor as unknown as PgPreparable).query({ name, text: compiled.sql, values });
+    return result.rows as R[];
   } catch (error) {
     throw asDatabaseNotReady(error, executor);
   }
-}
-
-async function run<R>(executor: Executor, query: RawBuilder<R>, options: ExecuteOptions): Promise<R[]> {
-  if (isKysely(executor)) {
-    const result = await query.execute(executor);
-    return result.rows;
-  }
-  const compiled = query.compile(compiler);
-  const values = [...compiled.parameters];
-  if (values.length === 0 || options.prepare === false || (anyUnprepared && unprepared.has(executor))) {
-    // no parameters: simple protocol (allows several statements, e.g. migrations); not
-    // prepared: an unnamed statement, planned for these very values
-    return (await executor.query(compiled.sql, values)).rows as R[];
-  }
-  // named: pg parses and plans it once per connection, then reuses it
-  const name = statementName(compiled.sql);
-  const result = await (executor as unknown as PgPreparable).query({ name, text: compiled.sql, values });
-  return result.rows as R[];
 }
 
 /**
@@ -118,32 +115,22 @@ export async function executeCached<R, V extends Record<string, unknown>>(
   values: V,
   options: ExecuteOptions = {},
 ): Promise<R[]> {
+  if (isKysely(executor)) return execute(executor, build(values), options);
   try {
-    return await runCached(executor, key, build, values, options);
+    let template = templates.get(key);
+    if (template === undefined) {
+      const stand = Object.fromEntries(Object.keys(values).map((k) => [k, new Slot(k)])) as unknown as V;
+      const compiled = build(stand).compile(compiler);
+      template = { sql: compiled.sql, params: compiled.parameters.map((p) => (p instanceof Slot ? p : { constant: p })) };
+      if (templates.size < 1_000) templates.set(key, template);
+    }
+    const params = template.params.map((p) => (p instanceof Slot ? values[p.key] : p.constant));
+    if (params.length === 0 || options.prepare === false || (anyUnprepared && unprepared.has(executor))) return (await executor.query(template.sql, params)).rows as R[];
+    const result = await (executor as unknown as PgPreparable).query({ name: statementName(template.sql), text: template.sql, values: params });
+    return result.rows as R[];
   } catch (error) {
     throw asDatabaseNotReady(error, executor);
   }
-}
-
-async function runCached<R, V extends Record<string, unknown>>(
-  executor: Executor,
-  key: string,
-  build: (values: V) => RawBuilder<R>,
-  values: V,
-  options: ExecuteOptions,
-): Promise<R[]> {
-  if (isKysely(executor)) return run(executor, build(values), options);
-  let template = templates.get(key);
-  if (template === undefined) {
-    const stand = Object.fromEntries(Object.keys(values).map((k) => [k, new Slot(k)])) as unknown as V;
-    const compiled = build(stand).compile(compiler);
-    template = { sql: compiled.sql, params: compiled.parameters.map((p) => (p instanceof Slot ? p : { constant: p })) };
-    if (templates.size < 1_000) templates.set(key, template);
-  }
-  const params = template.params.map((p) => (p instanceof Slot ? values[p.key] : p.constant));
-  if (params.length === 0 || options.prepare === false || (anyUnprepared && unprepared.has(executor))) return (await executor.query(template.sql, params)).rows as R[];
-  const result = await (executor as unknown as PgPreparable).query({ name: statementName(template.sql), text: template.sql, values: params });
-  return result.rows as R[];
 }
 
 /**
