@@ -1,7 +1,7 @@
 import type { TaskRow } from '../leased-table.js';
 import type { Scheduler } from '../schedule/scheduler.js';
 import { SCHEDULER_EVENTS, type SchedulerEventMap } from '../schedule/scheduler-events.js';
-import { safeEmit } from '../worker/events.js';
+import { safeEmit, type WorkerEventMap } from '../worker/events.js';
 import { LeaseWorker, type StopOptions } from '../worker/lease-worker.js';
 import type { LeaseWorkerOptions } from '../worker/lease-worker-options.js';
 
@@ -19,9 +19,12 @@ export class TaskWorker extends LeaseWorker<TaskRow> {
     super(options);
     this.#scheduler = scheduler?.(this.owner);
     // the scheduler is the worker's own: what it reports, the worker reports (docs/schedules.md)
-    for (const event of SCHEDULER_EVENTS) {
-      this.#scheduler?.on(event, (...payload: SchedulerEventMap[typeof event]) => safeEmit(this, event, ...(payload as [never])));
-    }
+    for (const event of SCHEDULER_EVENTS) this.#forward(event);
+  }
+
+  #forward<K extends keyof SchedulerEventMap>(event: K): void {
+    // WorkerEventMap extends SchedulerEventMap: the same payload, which TS cannot see for a generic K
+    this.#scheduler?.on(event, (...payload: SchedulerEventMap[K]) => safeEmit<TaskRow, K>(this, event, ...(payload as WorkerEventMap<TaskRow>[K])));
   }
 
   /** Starts the worker, then its schedules (see {@link LeaseWorker.start}). */
