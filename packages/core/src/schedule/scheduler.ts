@@ -105,7 +105,8 @@ export class Scheduler extends EventEmitter<SchedulerEventMap> {
 
   /**
    * Records the schedules; for each one no other scheduler is seen running, handles the ticks
-   * missed meanwhile (its `catchUp` policy); then plans each one's next tick.
+   * missed meanwhile (its `catchUp` policy); then plans each one's next tick. A scheduler starts
+   * once: `start()` again, running or stopped, rejects with a `WorkerStateError`.
    */
   async start(): Promise<void> {
     if (this.#state !== 'new') throw new WorkerStateError('scheduler', this.owner, this.#state);

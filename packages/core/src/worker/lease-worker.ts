@@ -169,7 +169,8 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
    * `startTimeout`, 10 s by default), does
    * not exist, refuses the login, or its schema is not migrated or is behind; the worker can then
    * be started again. Resolves once the worker claims, or once a `stop()` called meanwhile has
-   * ended the start: then the worker never claims and never emits `worker:started`.
+   * ended the start: then the worker never claims and never emits `worker:started`. A worker
+   * that started (or was stopped) starts no more: `start()` rejects with a `WorkerStateError`.
    */
   async start(): Promise<void> {
     if (this.#state !== 'new') throw new WorkerStateError('worker', this.owner, this.#state);
