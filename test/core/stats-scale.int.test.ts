@@ -1,4 +1,4 @@
-// The stats cost what they return, not what the table holds (invariant 17): a small table is
+// The stats cost what they return, not what the table holds: a small table is
 // read once and counted exactly; in a large one the unfinished and dead rows are read from their
 // partial indexes and the finished rows estimated from a sample of about 150 pages. Counting
 // every row read 1,000,000 done rows for a few thousand live ones (0.4–0.7 s, issue 36).

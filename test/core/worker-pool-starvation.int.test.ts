@@ -1,4 +1,4 @@
-// DESIGN invariant 13 (nothing hangs silently): when handlers hold every connection of the pool,
+// Nothing hangs silently (docs/design.md §9, invariant 12): when handlers hold every connection of the pool,
 // the worker's own statements (heartbeat, claim, fenced writes) wait for one. The worker reports
 // such a wait once it outlasts the heartbeat interval: a `pool:waiting` event with the pool's
 // counts, one warn record per episode, and one record when connections reach it again.

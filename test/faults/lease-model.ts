@@ -1,4 +1,4 @@
-// The reference model of the lease state machine (../shared/DESIGN.md, invariants 1, 3, 4, 5, 6):
+// The reference model of the lease state machine (docs/design.md §9, invariants 1, 3, 4, 5, 6):
 // what every task row must look like after each step, computed without a database. The
 // property test in state-machine.int.test.ts drives the real tables and this model side by side.
 import { compareIds, REAP_ERROR, type Transition } from '@leasehold/core/internal';

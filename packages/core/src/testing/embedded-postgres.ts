@@ -40,7 +40,7 @@ export interface EmbeddedPostgresOptions {
 }
 
 const PASSWORD = 'postgres';
-/** Bounds of each wait (invariant 13: nothing hangs silently). */
+/** Bounds of each wait (docs/design.md §9, invariant 12: nothing hangs silently). */
 const INITDB_TIMEOUT_MS = 120_000;
 const READY_TIMEOUT_MS = 60_000;
 const STOP_TIMEOUT_MS = 10_000;

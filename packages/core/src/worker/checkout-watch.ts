@@ -40,7 +40,7 @@ export interface CheckoutWatchOptions {
 }
 
 /**
- * Watches the worker's waits for pool connections (DESIGN invariant 13: nothing hangs silently).
+ * Watches the worker's waits for pool connections (docs/design.md §9, invariant 12: nothing hangs silently).
  * When handlers hold every connection of the pool, the worker's claims, heartbeats and fenced
  * writes wait in the pool's queue without a word; the watch reports each wait that outlasts the
  * bound, and the end of such an episode. It checks on a timer of its own (every half bound), so
