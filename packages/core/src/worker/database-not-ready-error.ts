@@ -96,13 +96,14 @@ function driverError(error: unknown): unknown {
  * What a failed statement or connect throws out of leasehold: a {@link DatabaseNotReadyError}
  * when the driver's error is one of the faults it explains (a missing table or schema, database
  * or login, a refused or unresolvable server), else the error unchanged. Runs only on the error
- * path of {@link execute}; `executor` names the database in the message when it is a pool.
+ * path of `execute` and of a transaction's connect; `executor` names the database in the message
+ * when it is a pool.
  * @internal
  */
 export function asDatabaseNotReady(error: unknown, executor?: object): unknown {
   if (error instanceof LeaseholdError) return error;
   const code = errorCode(error);
-  if (code === undefined || !(code in EXPLANATIONS)) return error;
+  if (code === undefined || !Object.hasOwn(EXPLANATIONS, code)) return error;
   const { reason, text } = describeDatabaseError(error);
   const target = executor === undefined ? 'the database' : describeTarget(executor);
   return new DatabaseNotReadyError(reason, `cannot use ${target}: ${text}`, { cause: error });
