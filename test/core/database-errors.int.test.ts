@@ -19,6 +19,7 @@ import {
   sendSignal,
   taskTable,
   waitForResult,
+  withTransaction,
   type DatabaseNotReadyReason,
 } from '@leasehold/core';
 import { createOutbox } from '@leasehold/outbox';
@@ -191,5 +192,22 @@ describe('the faults it does not explain stay what they were', () => {
     await client.query('ROLLBACK');
     expect(error).not.toBeInstanceOf(DatabaseNotReadyError);
     expect(error).toMatchObject({ code: '25006' }); // read_only_sql_transaction
+  });
+
+  it("the caller's own statement on a missing table of its own, inside withTransaction (Kysely and a pg pool), keeps the driver's error", async () => {
+    const missing = sql`SELECT 1 FROM app_orders_missing`;
+    const errors = [
+      await t.db.transaction().execute(async (trx) => missing.execute(trx)).catch((e: unknown) => e),
+      await withTransaction(t.db, async () => {
+        await missing.execute(t.db);
+      }).catch((e: unknown) => e),
+      await withTransaction(t.pool, async () => {
+        await t.pool.query('SELECT 1 FROM app_orders_missing');
+      }).catch((e: unknown) => e),
+    ];
+    for (const error of errors) {
+      expect(error).not.toBeInstanceOf(DatabaseNotReadyError);
+      expect(error).toMatchObject({ code: '42P01' });
+    }
   });
 });

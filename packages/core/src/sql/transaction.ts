@@ -51,10 +51,20 @@ export async function withTransaction<T>(
   fn: (trx: TransactionHandle) => Promise<T>,
 ): Promise<T> {
   if ('transaction' in source && typeof source.transaction === 'function') {
-    // a connect that fails never reaches execute: it says what is wrong the same way
-    return source.transaction().execute((trx) => fn(trx)).catch((error: unknown) => {
-      throw asDatabaseNotReady(error, source);
-    });
+    // a connect (or BEGIN) that fails never reaches execute: it says what is wrong the same
+    // way. What `fn` throws is the caller's, as it threw it: its own statement on a table of its
+    // own that is missing is not leasehold's schema missing (leasehold's statements in it are
+    // mapped by execute already)
+    let entered = false;
+    return source
+      .transaction()
+      .execute((trx) => {
+        entered = true;
+        return fn(trx);
+      })
+      .catch((error: unknown) => {
+        throw entered ? error : asDatabaseNotReady(error, source);
+      });
   }
   const client = await (source as PgPoolLike).connect().catch((error: unknown) => {
     throw asDatabaseNotReady(error, source);
