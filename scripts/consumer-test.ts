@@ -7,7 +7,12 @@
 //     CommonJS (`require`); each run must print that it processed its task or event, then exit 0
 //     promptly on SIGTERM;
 //   - every entry point of every package loaded with `import` and with `require`, and
-//     `npx leasehold` run.
+//     `npx leasehold` run;
+//   - `npx leasehold worker --tasks` running a plain JavaScript task module: a task enqueued
+//     with enqueue() and one enqueued in SQL (`leasehold.enqueue(…)` from psql) are processed,
+//     then SIGTERM ends it with exit code 0;
+//   - what must be refused is: a Date payload at enqueue (PayloadValidationError, nothing sent)
+//     and in the types (tsc fails naming the field), an unknown createWorker option (ConfigError).
 // Tarballs: `--tarballs <dir>` (what check:packages left in .tmp/packages), else packed afresh.
 // Kysely: `--kysely 0.28.0,0.29.0` instead of the latest 0.28 and 0.29.
 // Database: DATABASE_URL (one new database per run), else a throwaway PostgreSQL.
@@ -77,6 +82,13 @@ try {
     run('npx', ['--no-install', 'leasehold', 'migrate', '--database-url', url], app);
     run('npx', ['--no-install', 'leasehold', 'stats', '--database-url', url], app);
     results.push(`ok    kysely ${installed} · npx leasehold migrate, stats`);
+    for (const via of ['npx', 'bin'] as const) {
+      step(`${via === 'npx' ? 'npx leasehold' : 'node_modules/.bin/leasehold'} worker --tasks worker/tasks.mjs: enqueue() and SQL enqueue, then SIGTERM`);
+      const workerUrl = await freshDatabase(adminUrl, `lh_consumer_${process.pid}_${++databases}`);
+      await check(`kysely ${installed} · ${via === 'npx' ? 'npx leasehold' : 'node_modules/.bin/leasehold'} worker --tasks`, () => runWorkerCli(app, workerUrl, via));
+    }
+    step('refused: a Date payload (at enqueue, and by tsc), an unknown createWorker option');
+    await check(`kysely ${installed} · refusals`, async () => checkRefusals(app));
   }
 } catch (error) {
   failed = true;
@@ -94,6 +106,191 @@ rmSync(work, { recursive: true, force: true });
 if (packedHere) rmSync(packedHere, { recursive: true, force: true });
 console.log('\ntest:consumer: the Quick Start works from the packed packages, as ESM TypeScript, ESM JavaScript and CommonJS');
 
+/** Runs `fn`; its text (or its error) becomes an ok (or FAIL) line of the results. */
+async function check(label: string, fn: () => Promise<string>): Promise<void> {
+  try {
+    results.push(`ok    ${label}: ${await fn()}`);
+  } catch (error) {
+    failed = true;
+    results.push(`FAIL  ${label}: ${(error as Error).message}`);
+  }
+}
+
+/**
+ * `leasehold worker --tasks worker/tasks.mjs --migrate`, through `npx` or the installed bin (a
+ * container's command): once it runs, a task is enqueued by a script of the application and one
+ * by SQL (psql; pg from the application where psql is missing); both must be processed, then
+ * SIGTERM, sent to npx (or the bin) alone as `kill <pid>` or a container stop sends it, must
+ * stop the worker gracefully ("stopped" after its 2 tasks) with exit code 0. Under npx, where
+ * /bin/sh is dash (Debian, Ubuntu), the signal ends npm and its shell without reaching the CLI
+ * and npm reports it as its own end; the CLI then notices it lost its parent and stops the same
+ * way, which this checks, and only where sh passes the signal on (bash) is npx's own status 0.
+ */
+async function runWorkerCli(app: string, databaseUrl: string, via: 'npx' | 'bin'): Promise<string> {
+  const args = ['worker', '--tasks', 'worker/tasks.mjs', '--migrate', '--database-url', databaseUrl];
+  const [command, ...prefix] = via === 'npx' ? ['npx', '--no-install', 'leasehold'] : [join(app, 'node_modules', '.bin', 'leasehold')];
+  const child = spawn(command!, [...prefix, ...args], {
+    cwd: app,
+    env: { ...process.env, DATABASE_URL: databaseUrl },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    // a group of its own, so a failed run can end npx and the CLI under it together
+    detached: true,
+  });
+  let output = '';
+  let ended = false;
+  const waiters = new Set<() => void>();
+  const onData = (chunk: Buffer) => {
+    output += chunk.toString('utf8');
+    for (const waiter of waiters) waiter();
+  };
+  child.stdout.on('data', onData);
+  child.stderr.on('data', onData);
+  const closed = new Promise<number | NodeJS.Signals | null>((resolve, reject) => {
+    child.once('error', reject);
+    // 'close' comes once every holder of the output pipes, the CLI under npx included, has ended
+    child.once('close', (code, signal) => {
+      ended = true;
+      resolve(code ?? signal);
+    });
+  });
+  const waitFor = (pattern: RegExp, ms: number) =>
+    new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => finish(new Error(`no ${pattern} within ${ms / 1000} s; output:\n${output}`)), ms);
+      const seen = () => pattern.test(output) && finish();
+      function finish(error?: Error) {
+        clearTimeout(timer);
+        waiters.delete(seen);
+        if (error) reject(error);
+        else resolve();
+      }
+      waiters.add(seen);
+      void closed.then(() => finish(new Error(`exited before ${pattern}; output:\n${output}`)));
+      seen();
+    });
+  try {
+    await waitFor(/leasehold worker: running consumer-greet from worker\/tasks\.mjs/, DONE_TIMEOUT_MS);
+    await runAsync('node', ['checks/enqueue.mjs'], app, databaseUrl);
+    const sql = "SELECT leasehold.enqueue('consumer-greet', '{\"name\": \"sql\"}'::jsonb)";
+    const viaPsql = spawnSync('psql', [databaseUrl, '-v', 'ON_ERROR_STOP=1', '-c', sql], { encoding: 'utf8' });
+    if (viaPsql.error === undefined && viaPsql.status !== 0) throw new Error(`psql: ${viaPsql.stderr}`);
+    const by = viaPsql.error === undefined ? 'psql' : 'pg (no psql here)';
+    if (viaPsql.error !== undefined) await runAsync('node', ['checks/sql-enqueue.mjs', sql], app, databaseUrl);
+    await waitFor(/greeted node/, DONE_TIMEOUT_MS);
+    await waitFor(/greeted sql/, DONE_TIMEOUT_MS);
+    const signalledAt = Date.now();
+    child.kill('SIGTERM');
+    const code = await Promise.race([closed, new Promise<'late'>((r) => setTimeout(() => r('late'), EXIT_TIMEOUT_MS).unref())]);
+    if (code === 'late') throw new Error(`no exit within ${EXIT_TIMEOUT_MS / 1000} s of SIGTERM; output:\n${output}`);
+    if (!/leasehold worker: stopped \(2 done, 0 retried, 0 dead/.test(output)) throw new Error(`no graceful stop after SIGTERM; output:\n${output}`);
+    const npxEnd = via === 'npx' && code === 'SIGTERM' && /npm ended without passing its signal on: stopping/.test(output);
+    if (code !== 0 && !npxEnd) throw new Error(`exited with ${code} after SIGTERM; output:\n${output}`);
+    const how = code === 0 ? 'exit 0' : 'a graceful stop (npx itself ended by SIGTERM: its sh did not pass the signal on)';
+    return `processed a task from enqueue() and one from SQL (${by}), then ${how} ${Date.now() - signalledAt} ms after SIGTERM`;
+  } finally {
+    if (!ended) process.kill(-child.pid!, 'SIGKILL');
+  }
+}
+
+/** A Date payload is refused at enqueue and by tsc; an unknown createWorker option at run time. */
+function checkRefusals(app: string): string {
+  const runtime = run('node', ['checks/refusals.mjs'], app);
+  for (const expected of [/enqueue refused: PayloadValidationError: .*payload\.when: a Date is not JSON/, /createWorker refused: ConfigError: unknown option `lease` for createWorker/]) {
+    if (!expected.test(runtime)) throw new Error(`expected ${expected} from checks/refusals.mjs; got:\n${runtime}`);
+  }
+  const tsc = spawnSync('npx', ['--no-install', 'tsc', '-p', 'checks/tsconfig.json'], {
+    cwd: app,
+    encoding: 'utf8',
+  });
+  const said = tsc.stdout + tsc.stderr;
+  if (tsc.status === 0) throw new Error('tsc accepted defineTask<{ when: Date }>');
+  if (!/the payload type is not JSON/.test(said) || !/when: "a Date is not JSON/.test(said)) throw new Error(`tsc failed, but not naming the field:\n${said}`);
+  return 'a Date payload by enqueue (PayloadValidationError) and by tsc (naming `when`), lease on createWorker (ConfigError)';
+}
+
+/** The worker's task module and the scripts around it, as an application would write them. */
+function writeFixtures(app: string): void {
+  mkdirSync(join(app, 'worker'));
+  mkdirSync(join(app, 'checks'));
+  writeFileSync(
+    join(app, 'worker', 'tasks.mjs'),
+    `import { defineTask } from '@leasehold/core';
+
+export const greet = defineTask('consumer-greet', {
+  handler: async ({ name }) => console.log(\`greeted \${name}\`),
+});
+`,
+  );
+  writeFileSync(
+    join(app, 'checks', 'enqueue.mjs'),
+    `import pg from 'pg';
+import { defineTask, enqueue } from '@leasehold/core';
+
+const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL });
+await enqueue(pool, defineTask('consumer-greet', { handler: () => {} }), { name: 'node' });
+await pool.end();
+`,
+  );
+  writeFileSync(
+    join(app, 'checks', 'sql-enqueue.mjs'),
+    `import pg from 'pg';
+
+const client = new pg.Client({ connectionString: process.env.DATABASE_URL });
+await client.connect();
+await client.query(process.argv[2]);
+await client.end();
+`,
+  );
+  writeFileSync(
+    join(app, 'checks', 'refusals.mjs'),
+    `import pg from 'pg';
+import { createWorker, defineTask, enqueue, isLeaseholdError } from '@leasehold/core';
+
+// nothing here reaches the database: both are refused before any statement
+const pool = new pg.Pool({ connectionString: 'postgres://nobody@127.0.0.1:1/none' });
+const report = defineTask('report', { handler: () => {} });
+try {
+  await enqueue(pool, report, { when: new Date() });
+  console.log('enqueue accepted a Date payload');
+} catch (error) {
+  if (!isLeaseholdError(error, 'PAYLOAD_VALIDATION')) throw error;
+  console.log(\`enqueue refused: \${error.name}: \${error.message}\`);
+}
+try {
+  createWorker({ pool, tasks: [report], lease: '10s' });
+  console.log('createWorker accepted lease');
+} catch (error) {
+  if (!isLeaseholdError(error, 'CONFIG')) throw error;
+  console.log(\`createWorker refused: \${error.name}: \${error.message}\`);
+}
+await pool.end();
+`,
+  );
+  // must NOT compile: a Date is not JSON (tsc is expected to fail, naming the field)
+  writeFileSync(
+    join(app, 'checks', 'tsconfig.json'),
+    JSON.stringify({ compilerOptions: { strict: true, noEmit: true, module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', types: ['node'] }, files: ['date-payload.ts'] }),
+  );
+  writeFileSync(
+    join(app, 'checks', 'date-payload.ts'),
+    `import { defineTask } from '@leasehold/core';
+
+export const report = defineTask<{ when: Date }>('report', { handler: async () => {} });
+`,
+  );
+}
+
+/** Runs a script of the application with DATABASE_URL; rejects when it fails. */
+function runAsync(command: string, args: string[], cwd: string, databaseUrl: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { cwd, env: { ...process.env, DATABASE_URL: databaseUrl }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+    child.once('error', reject);
+    child.once('close', (code) => (code === 0 ? resolve() : reject(new Error(`${command} ${args.join(' ')} exited with ${code}:\n${output}`))));
+  });
+}
+
 /** A new folder with its own package.json, the tarballs and the tools a TypeScript user installs. */
 function createApp(app: string, kysely: string): void {
   mkdirSync(join(app, 'src'), { recursive: true });
@@ -109,6 +306,7 @@ function createApp(app: string, kysely: string): void {
       2,
     ),
   );
+  writeFixtures(app);
   for (const { file } of PROGRAMS) {
     const source = join(ROOT, 'examples/src/quick-start', `${file}.ts`);
     copyFileSync(source, join(app, 'src', `${file}.ts`)); // ESM: package.json says "type": "module"

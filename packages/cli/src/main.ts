@@ -20,6 +20,7 @@ const onSignal = (signal: NodeJS.Signals) => {
 };
 process.on('SIGINT', onSignal);
 process.on('SIGTERM', onSignal);
+watchParent();
 
 const code = await run(process.argv.slice(2), { env: process.env, io: processIo(), signal: controller.signal });
 // Written to a pipe, output is still queued in the process when the command returns, and exit
@@ -36,4 +37,25 @@ function flushed(stream: NodeJS.WriteStream): Promise<void> {
     // writes complete in order: the callback of an empty write runs after every earlier one
     stream.write('', () => resolve());
   });
+}
+
+/**
+ * Under npm (`npx`, `npm exec`, `npm run`) this process runs below `sh -c`, and where sh is dash
+ * (Debian, Ubuntu) a SIGTERM sent to npm ends npm and the shell but never reaches this process:
+ * `worker`, `watch` or `dashboard` would run on, orphaned, a worker holding leases nobody can
+ * stop. A new parent means whoever started it has gone, so that is treated as the signal it did
+ * not pass on (and is only looked for under npm: `nohup leasehold … &` must outlive its shell).
+ */
+function watchParent(): void {
+  if (process.env.npm_command === undefined) return;
+  const parent = process.ppid;
+  const timer = setInterval(() => {
+    if (process.ppid === parent) return;
+    clearInterval(timer);
+    if (firstAt !== undefined) return;
+    firstAt = Date.now();
+    controller.abort(new Error('npm ended without passing its signal on'));
+  }, 500);
+  // never what keeps a finished command alive
+  timer.unref();
 }
