@@ -5,7 +5,7 @@ import type { TaskDefinition } from './define-task.js';
 // of @leasehold/core (an application's own, beside the CLI's) must still be recognised.
 
 /**
- * Whether `value` is what {@link defineTask} returns: for code that collects task definitions
+ * Whether `value` is what `defineTask` returns: for code that collects task definitions
  * from modules it did not write, such as `leasehold worker --tasks`.
  *
  * @example
@@ -26,7 +26,7 @@ export function isTaskDefinition(value: unknown): value is TaskDefinition<unknow
 }
 
 /**
- * Whether `value` is what {@link defineSchedule} returns (its task included).
+ * Whether `value` is what `defineSchedule` returns (its task included).
  *
  * @example
  * const schedules = Object.values(await import('./tasks.js')).filter(isScheduleDefinition);
