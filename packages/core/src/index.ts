@@ -29,6 +29,7 @@ export { migrate, type MigrateOptions, type MigrateResult } from './migrate/migr
 export type { KyselyTransactionSourceOf } from './task/define-task.js';
 export type { TaskRef } from './workflow/task-ref.js';
 export type { SignalResult, WaitForSignalOptions } from './workflow/workflow-run.js';
+export type { StepOptions, StepRetry } from './workflow/step-retry.js';
 export { defineSignal, type SignalDefinition } from './workflow/define-signal.js';
 export { sendSignal, type SignalSent } from './workflow/send-signal.js';
 export { cancelTask, type CancelOptions } from './workflow/cancel-task.js';

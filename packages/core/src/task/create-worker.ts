@@ -11,6 +11,7 @@ import { recordedJson } from '../input/json-value.js';
 import { checkOptionKeys, optionKeys } from '../input/options.js';
 import type { TransactionSource } from '../sql/transaction.js';
 import type { SignalDefinition } from '../workflow/define-signal.js';
+import type { StepOptions } from '../workflow/step-retry.js';
 import type { TaskRef } from '../workflow/task-ref.js';
 import type { SignalResult, WaitForSignalOptions } from '../workflow/workflow-run.js';
 import type { EnqueueItemFor } from './enqueue-args.js';
@@ -205,8 +206,8 @@ class Context implements TaskContext<unknown> {
     return this.#run.patched(id);
   }
 
-  step<T>(name: string, fn: () => Promise<T> | T): Promise<T> {
-    return this.#run.step(name, fn);
+  step<T>(name: string, fn: () => Promise<T> | T, options?: StepOptions): Promise<T> {
+    return this.#run.step(name, fn, options);
   }
 
   dbStep<T>(name: string, ...rest: unknown[]): Promise<T> {

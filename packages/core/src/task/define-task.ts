@@ -9,6 +9,7 @@ import type { JsonPayloadCheck, JsonTypeCheck } from '../input/json-type.js';
 import type { PgPoolLike } from '../sql/transaction.js';
 import type { HandlerContext } from '../worker/handler-context.js';
 import type { SignalDefinition } from '../workflow/define-signal.js';
+import type { StepOptions } from '../workflow/step-retry.js';
 import type { TaskRef } from '../workflow/task-ref.js';
 import type { SignalResult, WaitForSignalOptions } from '../workflow/workflow-run.js';
 import type { PgQueryable } from '../sql/execute.js';
@@ -55,8 +56,13 @@ export interface TaskContext<C = unknown> extends HandlerContext {
    * Runs `fn` once and records its result: a later run of this task returns the recorded result
    * without calling `fn`. If the process dies after `fn`'s effect and before the record, `fn`
    * runs again: make its effect idempotent (the task id and step name make a good key).
+   * `options.retry` calls `fn` again within this run when it throws, before the task's own retry
+   * policy takes over.
+   *
+   * @example
+   * const quote = await ctx.step('quote', () => carrier.quote(order), { retry: { maxAttempts: 5 } });
    */
-  step<T>(name: string, fn: () => Promise<T> | T): Promise<T>;
+  step<T>(name: string, fn: () => Promise<T> | T, options?: StepOptions): Promise<T>;
   /**
    * Runs `fn` in a transaction on the worker's pool and commits its writes together with the
    * step's record, under the fence: if the lease was lost, everything rolls back. Exactly once,

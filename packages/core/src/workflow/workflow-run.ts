@@ -29,6 +29,7 @@ import { recordedJson } from './json-value.js';
 import { parkRecorder } from './park-recorder.js';
 import { replayReader } from './replay-reader.js';
 import { stepRecorder } from './step-recorder.js';
+import { callWithRetry, stepRetryPolicy, type StepOptions } from './step-retry.js';
 import type { TaskRef } from './task-ref.js';
 
 /** What `ctx.waitForSignal` resumes with: the signal's payload, or the wait's timeout. */
@@ -85,16 +86,17 @@ export class WorkflowRun {
     this.#version = version;
   }
 
-  async step<T>(name: string, fn: () => Promise<T> | T): Promise<T> {
+  async step<T>(name: string, fn: () => Promise<T> | T, options?: StepOptions): Promise<T> {
     const step = this.#claim(name, 'name');
     if (typeof fn !== 'function') throw new ConfigError('fn', `Expected step "${step}" to be given a function`);
+    const retry = stepRetryPolicy(options, step);
     const call = this.#enter(step, 'step');
     try {
       const recorded = await this.#replay(call);
       if (recorded?.done) return recorded.result as T;
       this.#live();
       return await withSpan(`step ${step}`, this.#spanOptions(step, 'step'), async () => {
-        const value = await fn();
+        const value = await callWithRetry(fn, retry, this.#ctx.signal);
         const json = recordedJson(value, `the result of step "${step}"`);
         const task = this.#task;
         const written = await stepRecorder(this.#pool, this.#table).submit({ taskId: task.id, leaseVersion: task.leaseVersion, name: step, resultJson: json, position: call.position });
