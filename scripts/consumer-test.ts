@@ -8,9 +8,10 @@
 //     promptly on SIGTERM;
 //   - every entry point of every package loaded with `import` and with `require`, and
 //     `npx leasehold` run;
-//   - `npx leasehold worker --tasks` running a plain JavaScript task module: a task enqueued
-//     with enqueue() and one enqueued in SQL (`leasehold.enqueue(…)` from psql) are processed,
-//     then SIGTERM ends it with exit code 0;
+//   - `leasehold worker --tasks` running a plain JavaScript task module, started by npx, by npx
+//     with bash as npm's script shell, and as the installed bin: a task enqueued with enqueue()
+//     and one enqueued in SQL (`leasehold.enqueue(…)` from psql) are processed, then SIGTERM
+//     stops it gracefully with exit code 0 (plain npx under dash: see runWorkerCli);
 //   - what must be refused is: a Date payload at enqueue (PayloadValidationError, nothing sent)
 //     and in the types (tsc fails naming the field), an unknown createWorker option (ConfigError).
 // Tarballs: `--tarballs <dir>` (what check:packages left in .tmp/packages), else packed afresh.
@@ -35,6 +36,16 @@ const VARIANTS = [
   { name: 'ESM TypeScript (tsx)', command: (file: string) => ['node', '--import', 'tsx', `src/${file}.ts`] },
   { name: 'ESM JavaScript (tsc output)', command: (file: string) => ['node', `dist/${file}.js`] },
   { name: 'CommonJS (tsc output)', command: (file: string) => ['node', `dist/${file}.cjs`] },
+] as const;
+/**
+ * How `leasehold worker` is started: by npx as users type it; by npx with bash as npm's script
+ * shell, which runs the command itself (dash, Debian's /bin/sh, keeps a shell in between that
+ * does not pass SIGTERM on); by the installed bin, as a container's command.
+ */
+const WORKER_COMMANDS = [
+  { name: 'npx leasehold', command: ['npx', '--no-install', 'leasehold'], exitZero: false },
+  { name: 'npx --script-shell=bash leasehold', command: ['npx', '--no-install', '--script-shell=bash', 'leasehold'], exitZero: true },
+  { name: 'node_modules/.bin/leasehold', command: [join('node_modules', '.bin', 'leasehold')], exitZero: true },
 ] as const;
 const DONE_TIMEOUT_MS = 60_000;
 const EXIT_TIMEOUT_MS = 10_000;
@@ -82,10 +93,10 @@ try {
     run('npx', ['--no-install', 'leasehold', 'migrate', '--database-url', url], app);
     run('npx', ['--no-install', 'leasehold', 'stats', '--database-url', url], app);
     results.push(`ok    kysely ${installed} · npx leasehold migrate, stats`);
-    for (const via of ['npx', 'bin'] as const) {
-      step(`${via === 'npx' ? 'npx leasehold' : 'node_modules/.bin/leasehold'} worker --tasks worker/tasks.mjs: enqueue() and SQL enqueue, then SIGTERM`);
+    for (const via of WORKER_COMMANDS) {
+      step(`${via.name} worker --tasks worker/tasks.mjs: enqueue() and SQL enqueue, then SIGTERM`);
       const workerUrl = await freshDatabase(adminUrl, `lh_consumer_${process.pid}_${++databases}`);
-      await check(`kysely ${installed} · ${via === 'npx' ? 'npx leasehold' : 'node_modules/.bin/leasehold'} worker --tasks`, () => runWorkerCli(app, workerUrl, via));
+      await check(`kysely ${installed} · ${via.name} worker --tasks`, () => runWorkerCli(app, workerUrl, via));
     }
     step('refused: a Date payload (at enqueue, and by tsc), an unknown createWorker option');
     await check(`kysely ${installed} · refusals`, async () => checkRefusals(app));
@@ -117,19 +128,18 @@ async function check(label: string, fn: () => Promise<string>): Promise<void> {
 }
 
 /**
- * `leasehold worker --tasks worker/tasks.mjs --migrate`, through `npx` or the installed bin (a
- * container's command): once it runs, a task is enqueued by a script of the application and one
- * by SQL (psql; pg from the application where psql is missing); both must be processed, then
- * SIGTERM, sent to npx (or the bin) alone as `kill <pid>` or a container stop sends it, must
- * stop the worker gracefully ("stopped" after its 2 tasks) with exit code 0. Under npx, where
- * /bin/sh is dash (Debian, Ubuntu), the signal ends npm and its shell without reaching the CLI
- * and npm reports it as its own end; the CLI then notices it lost its parent and stops the same
- * way, which this checks, and only where sh passes the signal on (bash) is npx's own status 0.
+ * `leasehold worker --tasks worker/tasks.mjs --migrate`, started as `via` says: once it runs, a
+ * task is enqueued by a script of the application and one by SQL (psql; pg from the application
+ * where psql is missing); both must be processed, then SIGTERM, sent to the started process alone
+ * as `kill <pid>` or a container stop sends it, must stop the worker gracefully ("stopped" after
+ * its 2 tasks) with exit code 0. Plain npx, where /bin/sh is dash (Debian, Ubuntu): the signal
+ * ends npm and its shell without reaching the CLI, and npm reports it as its own end; the CLI
+ * then notices it lost its parent and stops the same way, which is what is checked there.
  */
-async function runWorkerCli(app: string, databaseUrl: string, via: 'npx' | 'bin'): Promise<string> {
+async function runWorkerCli(app: string, databaseUrl: string, via: (typeof WORKER_COMMANDS)[number]): Promise<string> {
   const args = ['worker', '--tasks', 'worker/tasks.mjs', '--migrate', '--database-url', databaseUrl];
-  const [command, ...prefix] = via === 'npx' ? ['npx', '--no-install', 'leasehold'] : [join(app, 'node_modules', '.bin', 'leasehold')];
-  const child = spawn(command!, [...prefix, ...args], {
+  const [command, ...prefix] = via.command;
+  const child = spawn(command.startsWith('node_modules') ? join(app, command) : command, [...prefix, ...args], {
     cwd: app,
     env: { ...process.env, DATABASE_URL: databaseUrl },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -182,7 +192,7 @@ async function runWorkerCli(app: string, databaseUrl: string, via: 'npx' | 'bin'
     const code = await Promise.race([closed, new Promise<'late'>((r) => setTimeout(() => r('late'), EXIT_TIMEOUT_MS).unref())]);
     if (code === 'late') throw new Error(`no exit within ${EXIT_TIMEOUT_MS / 1000} s of SIGTERM; output:\n${output}`);
     if (!/leasehold worker: stopped \(2 done, 0 retried, 0 dead/.test(output)) throw new Error(`no graceful stop after SIGTERM; output:\n${output}`);
-    const npxEnd = via === 'npx' && code === 'SIGTERM' && /npm ended without passing its signal on: stopping/.test(output);
+    const npxEnd = !via.exitZero && code === 'SIGTERM' && /npm ended without passing its signal on: stopping/.test(output);
     if (code !== 0 && !npxEnd) throw new Error(`exited with ${code} after SIGTERM; output:\n${output}`);
     const how = code === 0 ? 'exit 0' : 'a graceful stop (npx itself ended by SIGTERM: its sh did not pass the signal on)';
     return `processed a task from enqueue() and one from SQL (${by}), then ${how} ${Date.now() - signalledAt} ms after SIGTERM`;
