@@ -1,7 +1,8 @@
 import { parseArgs } from 'node:util';
-import { checkName, parseDuration, validateIdentifier } from '@leasehold/core/internal';
+import { checkName, validateIdentifier } from '@leasehold/core/internal';
 import { dashboardArgsOf, type DashboardArgs } from './dashboard-args.js';
 import { UsageError } from './errors.js';
+import { checked, durationOf } from './option-values.js';
 import { workerArgsOf, type WorkerArgs } from './worker-args.js';
 
 /** The commands, as typed (`dead list` is one command of two words). */
@@ -152,7 +153,7 @@ export function parseCommandLine(argv: readonly string[]): Invocation {
     all: values.all === true,
     reason: reasonOf(values.reason),
     limit: limitOf(values.limit),
-    olderThanMs: values['older-than'] === undefined ? undefined : durationOf(values['older-than'], '--older-than', true),
+    olderThanMs: values['older-than'] === undefined ? undefined : durationOf(values['older-than'], '--older-than', true, '30s, 15m, 7d'),
     olderThanText: values['older-than'],
     intervalMs: values.interval === undefined ? 2_000 : durationOf(values.interval, '--interval', false),
     withInbox: values['with-inbox'] === true,
@@ -250,18 +251,4 @@ function reasonOf(value: string | undefined): string | undefined {
   if (value === undefined) return undefined;
   if (value.trim() === '' || value.length > 2_000) throw new UsageError('--reason must be a non-empty text of at most 2000 characters');
   return value;
-}
-
-function durationOf(value: string, option: string, allowZero: boolean): number {
-  // a bare number is ms for the library; on a command line "7" more likely means a mistake
-  if (/^\d+$/.test(value) && value !== '0') throw new UsageError(`${option} needs a unit, e.g. 30s, 15m, 7d (got "${value}")`);
-  return checked(() => parseDuration(value === '0' ? 0 : value, option, { allowZero }), option);
-}
-
-function checked<T>(fn: () => T, option: string): T {
-  try {
-    return fn();
-  } catch (error) {
-    throw new UsageError(`${option}: ${(error as Error).message.replaceAll('`', '')}`);
-  }
 }

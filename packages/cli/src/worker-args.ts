@@ -1,6 +1,6 @@
-import { parseDuration } from '@leasehold/core/internal';
 import { checkUrl } from './database-target.js';
 import { UsageError } from './errors.js';
+import { durationOf } from './option-values.js';
 
 /** What `leasehold worker` was told on its command line. */
 export interface WorkerArgs {
@@ -60,18 +60,4 @@ function concurrencyOf(value: string): number {
   // createWorker's range
   if (!/^\d+$/.test(value) || n < 1 || n > 10_000) throw new UsageError(`--concurrency must be a whole number from 1 to 10000, got "${value}"`);
   return n;
-}
-
-function durationOf(value: string, option: string, allowZero: boolean): number {
-  // as in args.ts: a bare number on a command line is more likely a mistake than milliseconds
-  if (/^\d+$/.test(value) && value !== '0') throw new UsageError(`${option} needs a unit, e.g. 500ms, 2s, 1m (got "${value}")`);
-  return checked(() => parseDuration(value === '0' ? 0 : value, option, { allowZero }), option);
-}
-
-function checked<T>(fn: () => T, option: string): T {
-  try {
-    return fn();
-  } catch (error) {
-    throw new UsageError(`${option}: ${(error as Error).message.replaceAll('`', '')}`);
-  }
 }
