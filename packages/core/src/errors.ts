@@ -180,8 +180,8 @@ export class WorkerStateError extends LeaseholdError {
   }
 }
 
-/** What made one record of a workflow run: a step, a database step, a sleep, a spawn, a signal wait or a patch marker. */
-export type RecordKind = 'step' | 'db' | 'sleep' | 'spawn' | 'signal' | 'patch';
+/** What made one record of a workflow run: a step, a database step, a sleep, a spawn, a signal wait, a patch marker or a progress event (`ctx.setEvent`). */
+export type RecordKind = 'step' | 'db' | 'sleep' | 'spawn' | 'signal' | 'patch' | 'event';
 
 /** One recorded call of a workflow run, or one call its code made, as {@link NonDeterminismError} reports it. */
 export interface RecordedCall {

@@ -36,6 +36,8 @@ export { cancelTask, type CancelOptions } from './workflow/cancel-task.js';
 export { getTask, type TaskInfo } from './workflow/get-task.js';
 export type { TaskReadRow, StepReadRow } from './sql/task-read.js';
 export { waitForResult, type WaitForResultOptions } from './workflow/wait-for-result.js';
+export { defineEvent, type EventDefinition } from './workflow/define-event.js';
+export { getEvent, type GetEventOptions } from './workflow/get-event.js';
 export type { Duration } from './duration.js';
 export { TASK_STATUSES, type TaskStatus } from './task-status.js';
 

@@ -11,6 +11,7 @@ import { recordedJson } from '../input/json-value.js';
 import { checkOptionKeys, optionKeys } from '../input/options.js';
 import type { TransactionSource } from '../sql/transaction.js';
 import type { SignalDefinition } from '../workflow/define-signal.js';
+import type { EventDefinition } from '../workflow/define-event.js';
 import type { StepOptions } from '../workflow/step-retry.js';
 import type { TaskRef } from '../workflow/task-ref.js';
 import type { SignalResult, WaitForSignalOptions } from '../workflow/workflow-run.js';
@@ -229,6 +230,10 @@ class Context implements TaskContext<unknown> {
 
   waitForSignal<S>(signal: SignalDefinition<S>, options?: WaitForSignalOptions): Promise<SignalResult<S>> {
     return this.#run.waitForSignal(signal, options);
+  }
+
+  setEvent<T>(event: EventDefinition<T> | string, value: NoInfer<T>): Promise<void> {
+    return this.#run.setEvent(event, value);
   }
 
   get enqueue(): TaskContext<unknown>['enqueue'] {

@@ -9,6 +9,7 @@ import type { JsonPayloadCheck, JsonTypeCheck } from '../input/json-type.js';
 import type { PgPoolLike } from '../sql/transaction.js';
 import type { HandlerContext } from '../worker/handler-context.js';
 import type { SignalDefinition } from '../workflow/define-signal.js';
+import type { EventDefinition } from '../workflow/define-event.js';
 import type { StepOptions } from '../workflow/step-retry.js';
 import type { TaskRef } from '../workflow/task-ref.js';
 import type { SignalResult, WaitForSignalOptions } from '../workflow/workflow-run.js';
@@ -98,6 +99,19 @@ export interface TaskContext<C = unknown> extends HandlerContext {
    * while it waits.
    */
   waitForSignal<S>(signal: SignalDefinition<S>, options?: WaitForSignalOptions): Promise<SignalResult<S>>;
+  /**
+   * Publishes where the run stands: sets the task's progress event `event` (a key, or made by
+   * `defineEvent`) to `value` (JSON), which `getEvent` reads from anywhere, waking the ones
+   * waiting for it. The latest write of a key wins, so a run can move a key on
+   * (`'captured'`, then `'approved'`). Recorded like a step, with the fence: a replayed call does
+   * not write again, so a rerun never puts an earlier value back.
+   *
+   * @example
+   * await ctx.setEvent(payment, { stage: 'captured' });
+   * const approval = await ctx.waitForSignal(approved);   // getEvent shows 'captured' meanwhile
+   * await ctx.setEvent(payment, { stage: 'approved' });
+   */
+  setEvent<T>(event: EventDefinition<T> | string, value: NoInfer<T>): Promise<void>;
   /**
    * Guards a change of the workflow's code for the runs already in flight (docs/workflows.md,
    * "Changing workflow code"): true when this run reaches the call fresh, so it takes the new

@@ -65,6 +65,40 @@ export async function waitForResult<R = unknown>(pool: PgPoolLike, task: string 
   const pooler = waitPooler(pool, options);
   signal?.throwIfAborted();
 
+  return watchTask<R>(pool, table, id, 'ended', pooler, { timeoutMs, signal, onTimeout: () => ({ error: new WaitTimeoutError(id, timeoutMs!) }) }, async () => {
+    // every read marks the task awaited first (a no-op once marked): the first read may be one a
+    // (re)connect asked for
+    const end = await taskAwaitEnd(pool, table, id);
+    if (end === undefined) return { error: new TaskNotFoundError(id) };
+    if (end.status === 'done') return { value: end.result as R };
+    if (end.status === 'dead') return { error: new TaskFailedError(id, 'dead', end.lastError) };
+    if (end.status === 'cancelled') return { error: new TaskFailedError(id, 'cancelled', end.resolution) };
+    return undefined;
+  });
+}
+
+/** How a {@link watchTask} ends: with a value, or with an error. @internal */
+export type WatchEnd<R> = { readonly value: R; readonly error?: undefined } | { readonly value?: undefined; readonly error: unknown };
+
+/**
+ * Waits on one task until `read` says the wait is over: `read` runs at once, then again each time
+ * the task notifies `<schema>.task:<topic>` with its id (and after the LISTEN connection comes
+ * back, and every `pollMs` behind a pooler). One read at a time; a notification during a read asks
+ * for one more. A read that fails because the database cannot be reached is tried again with
+ * backoff (at most 2 s apart): only `timeoutMs` (ending with `onTimeout`) and `signal` end the
+ * wait early. Shared by `waitForResult` (topic `ended`) and `getEvent` (topic `event`).
+ * @internal
+ */
+export function watchTask<R>(
+  pool: PgPoolLike,
+  table: LeasedTable<unknown>,
+  id: string,
+  topic: string,
+  pooler: WaitPooler,
+  limits: { readonly timeoutMs: number | undefined; readonly signal: AbortSignal | undefined; readonly onTimeout: () => WatchEnd<R> },
+  read: () => Promise<WatchEnd<R> | undefined>,
+): Promise<R> {
+  const { timeoutMs, signal } = limits;
   return new Promise<R>((resolve, reject) => {
     let done = false;
     let timer: NodeJS.Timeout | undefined;
@@ -82,54 +116,50 @@ export async function waitForResult<R = unknown>(pool: PgPoolLike, task: string 
       leave?.();
       settle();
     };
+    const end = (result: WatchEnd<R>) => finish(() => (result.error === undefined ? resolve(result.value as R) : reject(result.error)));
     const onAbort = () => finish(() => reject(signal!.reason));
     signal?.addEventListener('abort', onAbort, { once: true });
-    if (timeoutMs !== undefined) timer = setTimeout(() => finish(() => reject(new WaitTimeoutError(id, timeoutMs))), timeoutMs);
+    if (timeoutMs !== undefined) timer = setTimeout(() => end(limits.onTimeout()), timeoutMs);
 
     // one read at a time; a notification during a read asks for one more
     let reading = false;
     let again = false;
-    // every read marks the task awaited first (a no-op once marked): the first read may be one a
-    // (re)connect asked for
-    const read = async () => {
+    const check = async () => {
       if (done) return;
       if (reading) return void (again = true);
       reading = true;
       try {
-        const end = await taskAwaitEnd(pool, table, id);
+        const result = await read();
         unreachable = 0;
-        if (end === undefined) return finish(() => reject(new TaskNotFoundError(id)));
-        if (end.status === 'done') return finish(() => resolve(end.result as R));
-        if (end.status === 'dead') return finish(() => reject(new TaskFailedError(id, 'dead', end.lastError)));
-        if (end.status === 'cancelled') return finish(() => reject(new TaskFailedError(id, 'cancelled', end.resolution)));
+        if (result !== undefined) return end(result);
       } catch (error) {
         if (!isConnectionFailure(toError(error))) return finish(() => reject(error));
         // the database is out of reach: read again once it may be back (a reconnected LISTEN
         // connection reads at once too)
         clearTimeout(retry);
-        retry = setTimeout(() => void read(), Math.min(UNREACHABLE_RETRY_CAP_MS, 100 * 2 ** ++unreachable) * (0.5 + Math.random() / 2));
+        retry = setTimeout(() => void check(), Math.min(UNREACHABLE_RETRY_CAP_MS, 100 * 2 ** ++unreachable) * (0.5 + Math.random() / 2));
         return;
       } finally {
         reading = false;
       }
       if (again) {
         again = false;
-        await read();
+        await check();
       }
     };
 
     // behind a pooler, notifications reach only a direct connection, if one was given: the
     // wait reads its task every pollInterval whatever happens to that connection
     if (pooler.pollMs !== undefined) {
-      poll = setInterval(() => void read(), pooler.pollMs);
-      if (!pooler.listen) return void read();
+      poll = setInterval(() => void check(), pooler.pollMs);
+      if (!pooler.listen) return void check();
     }
-    // listen first, then mark and read: an end after the read notifies a listening connection
-    EndWatch.join(pool, table, id, () => void read(), pooler.direct).then(
+    // listen first, then read: a notification after the read reaches a listening connection
+    TaskWatch.join(pool, table, topic, id, () => void check(), pooler.direct).then(
       (off) => {
         if (done) return off();
         leave = off;
-        void read();
+        void check();
       },
       (error: unknown) => finish(() => reject(error)),
     );
@@ -137,32 +167,34 @@ export async function waitForResult<R = unknown>(pool: PgPoolLike, task: string 
 }
 
 /**
- * The one LISTEN connection that serves every `waitForResult` on a pool and task table: calls
- * the waiters of the id a notification names, or all of them after a reconnect.
+ * The one LISTEN connection that serves every wait of a topic (`ended`: `waitForResult`,
+ * `event`: `getEvent`) on a pool and task table: calls the waiters of the id a notification
+ * names, or all of them after a reconnect.
  */
-class EndWatch {
-  static readonly #byPool = new WeakMap<PgPoolLike, Map<string, EndWatch>>();
+class TaskWatch {
+  static readonly #byPool = new WeakMap<PgPoolLike, Map<string, TaskWatch>>();
   readonly #waiters = new Map<string, Set<() => void>>();
   readonly #listener: Listener;
   readonly #started: Promise<void>;
   readonly #close: () => void;
 
-  private constructor(pool: PgPoolLike, table: LeasedTable<unknown>, close: () => void, direct: string | undefined) {
+  private constructor(pool: PgPoolLike, channel: string, close: () => void, direct: string | undefined) {
     this.#close = close;
     // a lost connection is retried by the listener, which then calls every waiter once
-    this.#listener = new Listener(pool, `${table.channel}:ended`, (payload) => this.#notify(payload), () => undefined, direct);
+    this.#listener = new Listener(pool, channel, (payload) => this.#notify(payload), () => undefined, direct);
     this.#started = this.#listener.start();
   }
 
   /** Adds a waiter for `id`; resolves once listening (or retrying) with the function that removes it. */
-  static async join(pool: PgPoolLike, table: LeasedTable<unknown>, id: string, wake: () => void, direct: string | undefined): Promise<() => void> {
-    let watches = EndWatch.#byPool.get(pool);
-    if (watches === undefined) EndWatch.#byPool.set(pool, (watches = new Map()));
-    const key = direct === undefined ? table.channel : `${table.channel} ${direct}`;
+  static async join(pool: PgPoolLike, table: LeasedTable<unknown>, topic: string, id: string, wake: () => void, direct: string | undefined): Promise<() => void> {
+    let watches = TaskWatch.#byPool.get(pool);
+    if (watches === undefined) TaskWatch.#byPool.set(pool, (watches = new Map()));
+    const channel = `${table.channel}:${topic}`;
+    const key = direct === undefined ? channel : `${channel} ${direct}`;
     let watch = watches.get(key);
     if (watch === undefined) {
       const map = watches;
-      watch = new EndWatch(pool, table, () => map.delete(key), direct);
+      watch = new TaskWatch(pool, channel, () => map.delete(key), direct);
       watches.set(key, watch);
     }
     const joined = watch;
@@ -189,11 +221,19 @@ class EndWatch {
   }
 }
 
+/** How a wait learns of its task's news: see {@link waitPooler}. @internal */
+export interface WaitPooler {
+  readonly listen: boolean;
+  readonly direct: string | undefined;
+  readonly pollMs: number | undefined;
+}
+
 /**
- * How a wait learns of its task's end: LISTEN on the pool's settings (no pooler), or behind a
+ * How a wait learns of its task's news: LISTEN on the pool's settings (no pooler), or behind a
  * pooler a read every `pollMs`, plus LISTEN on `direct` when given.
+ * @internal
  */
-function waitPooler(pool: PgPoolLike, options: WaitForResultOptions): { listen: boolean; direct: string | undefined; pollMs: number | undefined } {
+export function waitPooler(pool: PgPoolLike, options: Pick<WaitForResultOptions, 'noPreparedStatements' | 'listenConnectionString' | 'pollInterval'>): WaitPooler {
   const { noPreparedStatements: unnamed, listenConnectionString: direct } = options;
   if (unnamed !== undefined && typeof unnamed !== 'boolean') throw new ConfigError('noPreparedStatements', 'Expected `noPreparedStatements` to be true or false');
   if (direct !== undefined && (typeof direct !== 'string' || direct.length === 0)) {

@@ -17,6 +17,7 @@ import { leaseReadState } from '../sql/lease-read-state.js';
 import type { Claimed } from '../sql/lease-row.js';
 import { taskInsertMany } from '../sql/task-insert-many.js';
 import type { ParkResult } from '../sql/task-park-many.js';
+import { taskEventSet } from '../sql/task-events.js';
 import { taskChildrenRead, taskFenceLock, taskPatchRecord, taskStepRecord, type ChildRow, type RecordedStep } from '../sql/task-steps.js';
 import { withTransaction, type PgPoolLike, type TransactionHandle, type TransactionSource } from '../sql/transaction.js';
 import type { TaskDefinition } from '../task/define-task.js';
@@ -25,6 +26,7 @@ import { prepareInserts } from '../task/enqueue.js';
 import { withSpan, type SpanOptions } from '../telemetry/with-span.js';
 import { runnerControl, type HandlerContext } from '../worker/handler-context.js';
 import { checkSignal, type SignalDefinition } from './define-signal.js';
+import { eventKey, type EventDefinition } from './define-event.js';
 import { recordedJson } from './json-value.js';
 import { parkRecorder } from './park-recorder.js';
 import { replayReader } from './replay-reader.js';
@@ -75,6 +77,8 @@ export class WorkflowRun {
   /** Recording calls under way; a call made while another is under way makes the run concurrent. */
   #inFlight = 0;
   #concurrent = false;
+  /** How many times this run has set each event key: the next call's record is `event:<key>#<n + 1>`. */
+  readonly #eventCalls = new Map<string, number>();
   /** The children this run spawned (not replayed): its own, and unlikely to have ended yet. */
   readonly #spawned = new Set<string>();
 
@@ -257,6 +261,30 @@ export class WorkflowRun {
   }
 
   /**
+   * `ctx.setEvent(key, value)`: sets the task's progress event `key` to `value` (the latest
+   * write wins), recorded as the run's next call, `event:<key>#<n>` for its n-th call with that
+   * key, kind `event`. One fenced statement records the call and sets the event; a replayed call
+   * (recorded by an earlier run) writes nothing, so a rerun never puts back an earlier value.
+   */
+  async setEvent<T>(event: EventDefinition<T> | string, value: T): Promise<void> {
+    const key = eventKey(event, 'key');
+    const n = (this.#eventCalls.get(key) ?? 0) + 1;
+    // checked before the call takes a position: a bad value is the code's fault, as a step's is
+    const json = recordedJson(value, `the value of event "${key}"`);
+    if (json === null) throw new PermanentError(`the value of event "${key}" of task ${this.#task.id} (${this.#task.name}) is undefined: set a JSON value (null included)`);
+    this.#eventCalls.set(key, n);
+    const name = this.#claimRecord(`event:${key}#${n}`);
+    const call = this.#enter(name, 'event');
+    try {
+      if ((await this.#replay(call))?.done) return;
+      this.#live();
+      if (!(await taskEventSet(this.#pool, this.#table, this.#task, name, key, json, call))) throw await this.#refused(`event "${key}"`);
+    } finally {
+      this.#inFlight--;
+    }
+  }
+
+  /**
    * `ctx.patched(id)`: true when the run reaches this point fresh (nothing recorded at or after
    * its position), false when it had gone past it on the code before the patch; the answer is
    * recorded (`patch:<id>`, no position) and repeated in every later run of the task.
@@ -307,6 +335,11 @@ export class WorkflowRun {
     if (step.startsWith('patch:')) {
       throw new PermanentError(`step name "${step}" of task ${this.#task.id} (${this.#task.name}) starts with "patch:", which ctx.patched's records use: rename the step`);
     }
+    return this.#claimRecord(step);
+  }
+
+  /** A record's name, not used before in this run. */
+  #claimRecord(step: string): string {
     if (this.#used.has(step)) {
       throw new PermanentError(`step name "${step}" is used twice in one run of task ${this.#task.id} (${this.#task.name}): give each step its own name`);
     }
