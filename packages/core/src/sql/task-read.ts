@@ -3,7 +3,7 @@ import type { LeasedTable } from '../leased-table.js';
 import type { RecordKind } from '../errors.js';
 import type { TaskStatus } from '../task-status.js';
 import { execute, type Executor } from './execute.js';
-import { stepTableRef } from './task-steps.js';
+import { signalTableRef, stepTableRef } from './task-steps.js';
 import { tableRef } from './table-ref.js';
 
 /** A task row as `getTask` reads it. */
@@ -99,13 +99,42 @@ export async function taskStepsList(executor: Executor, table: LeasedTable<unkno
   }));
 }
 
-/** The ids and statuses of a task's children, by id. No locks. */
-export async function taskChildrenList(executor: Executor, table: LeasedTable<unknown>, id: string): Promise<{ id: string; name: string; status: TaskStatus }[]> {
-  const rows = await execute<{ id: string; name: string; status: TaskStatus }>(
+/** A child of a task, as `getTask` reads it. */
+export interface ChildReadRow {
+  readonly id: string;
+  readonly name: string;
+  readonly status: TaskStatus;
+  readonly createdAt: Date;
+  /** When it ended (done or cancelled); null before. */
+  readonly doneAt: Date | null;
+}
+
+/** The ids, statuses and times of a task's children, by id. No locks. */
+export async function taskChildrenList(executor: Executor, table: LeasedTable<unknown>, id: string): Promise<ChildReadRow[]> {
+  const rows = await execute<{ id: string; name: string; status: TaskStatus; created_at: Date; done_at: Date | null }>(
     executor,
-    sql`SELECT id, name, status FROM ${tableRef(table)} WHERE parent_id = ${id}::bigint ORDER BY id`,
+    sql`SELECT id, name, status, created_at, done_at FROM ${tableRef(table)} WHERE parent_id = ${id}::bigint ORDER BY id`,
   );
-  return rows.map((r) => ({ id: String(r.id), name: r.name, status: r.status }));
+  return rows.map((r) => ({ id: String(r.id), name: r.name, status: r.status, createdAt: r.created_at, doneAt: r.done_at ?? null }));
+}
+
+/** A signal sent to a task, as `getTask` reads it. */
+export interface SignalReadRow {
+  /** The signal's own id (signals of a name are taken oldest first). */
+  readonly id: string;
+  readonly name: string;
+  readonly sentAt: Date;
+  /** When a wait took it; null while it is pending. */
+  readonly consumedAt: Date | null;
+}
+
+/** The signals sent to a task, taken or not, in the order sent. No locks. */
+export async function taskSignalsList(executor: Executor, table: LeasedTable<unknown>, id: string): Promise<SignalReadRow[]> {
+  const rows = await execute<{ id: string; name: string; sent_at: Date; consumed_at: Date | null }>(
+    executor,
+    sql`SELECT id, name, sent_at, consumed_at FROM ${signalTableRef(table)} WHERE task_id = ${id}::bigint ORDER BY id`,
+  );
+  return rows.map((r) => ({ id: String(r.id), name: r.name, sentAt: r.sent_at, consumedAt: r.consumed_at ?? null }));
 }
 
 /**
