@@ -4,11 +4,12 @@ import { dashboardArgsOf, type DashboardArgs } from './dashboard-args.js';
 import { UsageError } from './errors.js';
 import { checked, durationOf } from './option-values.js';
 import { workerArgsOf, type WorkerArgs } from './worker-args.js';
+import { tasksListArgsOf, type TasksListArgs } from './tasks-list-args.js';
 
 /** The commands, as typed (`dead list` is one command of two words). */
 export const COMMANDS = [
   'migrate', 'stats', 'dead list', 'dead retry', 'dead skip', 'purge', 'watch', 'dashboard',
-  'schedules list', 'schedules pause', 'schedules resume', 'cancel', 'task show', 'patches', 'worker', 'help', 'version',
+  'schedules list', 'schedules pause', 'schedules resume', 'cancel', 'task show', 'tasks list', 'patches', 'worker', 'help', 'version',
 ] as const;
 
 /** One of {@link COMMANDS}. */
@@ -54,6 +55,8 @@ export interface Invocation {
   readonly dashboard: DashboardArgs;
   /** `worker`'s `--tasks` and the worker's options. */
   readonly worker: WorkerArgs;
+  /** `tasks list`'s filters and page. */
+  readonly tasksList: TasksListArgs;
 }
 
 const OPTIONS = {
@@ -83,6 +86,12 @@ const OPTIONS = {
   'no-prepared-statements': { type: 'boolean' },
   migrate: { type: 'boolean' },
   'shutdown-timeout': { type: 'string' },
+  name: { type: 'string' },
+  status: { type: 'string' },
+  parent: { type: 'string' },
+  'created-after': { type: 'string' },
+  'created-before': { type: 'string' },
+  after: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean' },
 } as const;
@@ -106,6 +115,7 @@ const ALLOWED: Readonly<Record<Command, readonly OptionName[]>> = {
   'schedules resume': [],
   cancel: ['reason'],
   'task show': [],
+  'tasks list': ['name', 'status', 'parent', 'created-after', 'created-before', 'limit', 'after'],
   patches: ['task', 'patch'],
   worker: [
     'tasks', 'concurrency', 'poll-interval', 'no-listen', 'listen-connection-string', 'no-prepared-statements', 'migrate', 'shutdown-timeout',
@@ -152,7 +162,7 @@ export function parseCommandLine(argv: readonly string[]): Invocation {
     ids: Object.freeze([...rest]),
     all: values.all === true,
     reason: reasonOf(values.reason),
-    limit: limitOf(values.limit),
+    limit: command === 'tasks list' ? 50 : limitOf(values.limit),
     olderThanMs: values['older-than'] === undefined ? undefined : durationOf(values['older-than'], '--older-than', true, '30s, 15m, 7d'),
     olderThanText: values['older-than'],
     intervalMs: values.interval === undefined ? 2_000 : durationOf(values.interval, '--interval', false),
@@ -161,6 +171,7 @@ export function parseCommandLine(argv: readonly string[]): Invocation {
     patch: values.patch === undefined ? undefined : checked(() => checkName(values.patch, '--patch'), '--patch'),
     dashboard: dashboardArgsOf(values),
     worker: workerArgsOf(values, command === 'worker'),
+    tasksList: tasksListArgsOf(command === 'tasks list' ? values : {}),
   });
 }
 
@@ -183,6 +194,12 @@ function commandOf(positionals: readonly string[], help: boolean, version: boole
       throw new UsageError(`"leasehold schedules" needs one of: list, pause, resume (got "${second}")`);
     }
     return [command as Command, rest];
+  }
+  if (first === 'tasks') {
+    // "leasehold tasks" alone lists them
+    const command = `tasks ${second ?? 'list'}`;
+    if (command !== 'tasks list') throw new UsageError(`"leasehold tasks" needs one of: list (got "${second}")`);
+    return [command, rest];
   }
   if (first === 'task') {
     const command = `task ${second ?? ''}`;

@@ -13,6 +13,7 @@ import { purgeCommand } from './commands/purge.js';
 import { schedulesListCommand, schedulesPauseCommand } from './commands/schedules.js';
 import { statsCommand } from './commands/stats.js';
 import { taskShowCommand } from './commands/task-show.js';
+import { tasksListCommand } from './commands/tasks-list.js';
 import { watchCommand } from './commands/watch.js';
 import { workerCommand } from './commands/worker.js';
 import type { CommandContext, CommandHandler } from './commands/context.js';
@@ -42,6 +43,7 @@ const HANDLERS: Readonly<Record<Exclude<Command, 'help' | 'version' | 'worker'>,
   'schedules resume': schedulesPauseCommand(false),
   cancel: cancelCommand,
   'task show': taskShowCommand,
+  'tasks list': tasksListCommand,
   patches: patchesCommand,
 };
 

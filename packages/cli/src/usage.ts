@@ -21,7 +21,13 @@ Commands:
   schedules [list]                recurring schedules: cron, last tick, running or paused
   schedules pause|resume <names>  pause or resume schedules (paused ticks are skipped)
   task show <id>                  a task: status, attempts, error or result, its recorded
-                                  workflow steps and its children
+                                  workflow steps, its children, and its timeline (steps,
+                                  sleeps and waits, signals taken and pending, children)
+  tasks [list] [--name a,b] [--status s,t] [--parent id] [--created-after t]
+        [--created-before t] [--limit 50] [--after cursor]
+                                  tasks newest first, a page at a time (--limit up to 1000);
+                                  times are ISO 8601 or a duration ago (2h); prints the
+                                  --after of the next page
   cancel <id> [--reason text]     cancel a task and its unfinished descendants (a running one
                                   is told within a heartbeat); an ended task stays as it is
   patches [--task name] [--patch id]

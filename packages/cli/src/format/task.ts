@@ -1,4 +1,4 @@
-import type { TaskInfo } from '@leasehold/core';
+import type { TaskInfo, TimelineEntry } from '@leasehold/core';
 import { renderTable } from './table.js';
 
 type Step = TaskInfo['steps'][number];
@@ -33,7 +33,8 @@ function stepState(step: Step): string {
 
 /**
  * A task as `leasehold task show` prints it: its fields, one per line (a multi-line error
- * indented under its label), then its recorded steps and its children as tables. Payloads and
+ * indented under its label), then its recorded steps and its children as tables, then its
+ * timeline (steps, signals and children by time, `getTask`'s `timeline`). Payloads and
  * step results are cut to the terminal's width; the task's result and error are printed whole.
  */
 export function renderTask(task: TaskInfo, columns: number): string {
@@ -53,6 +54,7 @@ export function renderTask(task: TaskInfo, columns: number): string {
     lines.push(`${key.padEnd(label)}${value.split('\n').join(`\n${' '.repeat(label)}`)}`);
   }
   lines.push('', renderSteps(task.steps, columns), '', renderChildren(task.children));
+  if (task.timeline.length > 0) lines.push('', renderTimeline(task.timeline));
   return lines.join('\n');
 }
 
@@ -69,4 +71,37 @@ function renderSteps(steps: readonly Step[], columns: number): string {
 function renderChildren(children: TaskInfo['children']): string {
   if (children.length === 0) return 'no children';
   return renderTable(['CHILD', 'NAME', 'STATUS'], children.map((c) => [`task:${c.id}`, c.name, c.status]));
+}
+
+/** `2025-03-01 10:00:00.250`: a timeline's times, to the millisecond. */
+function utcMs(date: Date): string {
+  return date.toISOString().slice(0, 23).replace('T', ' ');
+}
+
+function seconds(ms: number): string {
+  return ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(ms < 60_000 ? 1 : 0)} s`;
+}
+
+/**
+ * One line per event: when, what, which, and what is known of it. A step recorded once when it
+ * ended (step, db, spawn, patch) shows when it ended; a sleep or a signal wait when it began, its
+ * wake time or deadline, and how long it lasted. `claim` is the lease version that recorded it.
+ */
+function renderTimeline(timeline: readonly TimelineEntry[]): string {
+  const rows = timeline.map((e) => {
+    if (e.type === 'signal') {
+      return [utcMs(e.at), 'signal', e.name, e.consumedAt === null ? 'sent, pending' : `sent, taken ${utcMs(e.consumedAt)}`];
+    }
+    if (e.type === 'child') {
+      return [utcMs(e.at), 'child', `task:${e.id}`, `${e.name}, ${e.status}${e.doneAt === null ? '' : ` ${utcMs(e.doneAt)}`}`];
+    }
+    const parts: string[] = [];
+    if (e.position !== null) parts.push(`#${e.position}`);
+    parts.push(`claim ${e.leaseVersion}`);
+    if (e.wakeAt !== null) parts.push(`${e.kind === 'sleep' ? 'until' : 'deadline'} ${utcMs(e.wakeAt)}`);
+    if (!e.done) parts.push('under way');
+    else if (e.durationMs !== null) parts.push(`took ${seconds(e.durationMs)}`);
+    return [utcMs(e.at), e.kind ?? 'step', e.name, parts.join(', ')];
+  });
+  return renderTable(['TIME (UTC)', 'EVENT', 'NAME', 'DETAIL'], rows);
 }
