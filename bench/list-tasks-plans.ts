@@ -4,7 +4,7 @@
 //   DATABASE_URL=postgres://… npx tsx --conditions=@leasehold/source bench/list-tasks-plans.ts
 // Builds a schema of its own (list_plans_<pid>) with LIST_ROWS rows (1,000,000 by default):
 // 20 names with a skew plus a rare one (1 row in 10,000), 90% done, 5% pending, 2% dead and 1%
-// each waiting, cancelled and processing; a parent with 10,000 children and 20,000 parents of one
+// each waiting, cancelled and processing (LIST_PROCESSING: fewer in flight, the rest done); a parent with 10,000 children and 20,000 parents of one
 // child; one row a second. Dropped at the end unless LIST_KEEP=1.
 import pg from 'pg';
 import { listTasks, migrate, type TaskListFilter } from '@leasehold/core';
@@ -12,6 +12,7 @@ import { listTasks, migrate, type TaskListFilter } from '@leasehold/core';
 const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const schema = `list_plans_${process.pid}`;
 const ROWS = Number(process.env.LIST_ROWS ?? 1_000_000);
+const IN_FLIGHT = Number(process.env.LIST_PROCESSING ?? ROWS / 100);
 const RUNS = 15;
 
 const pool = new pg.Pool({ connectionString: url, max: 2 });
@@ -34,17 +35,19 @@ try {
     INSERT INTO ${schema}.task (name, status, created_at, available_at, done_at, parent_id)
     SELECT CASE WHEN g % 10000 = 7 THEN 'rare' ELSE 'job-' || lpad((floor(pow(random(), 2) * 20))::int::text, 2, '0') END,
            CASE WHEN g % 100 < 90 THEN 'done' WHEN g % 100 < 95 THEN 'pending' WHEN g % 100 < 97 THEN 'dead'
-                WHEN g % 100 = 97 THEN 'waiting' WHEN g % 100 = 98 THEN 'cancelled' ELSE 'processing' END,
+                WHEN g % 100 = 97 THEN 'waiting' WHEN g % 100 = 98 THEN 'cancelled'
+                WHEN (g / 100) % $2::int = 0 THEN 'processing' ELSE 'done' END,
            now() - make_interval(secs => $1::int - g), now(), CASE WHEN g % 100 < 90 THEN now() END,
            CASE WHEN g BETWEEN $1::int / 2 + 1 AND $1::int / 2 + 10000 THEN ($1::int / 2)::bigint
                 WHEN g % 50 = 1 AND g > 1000 THEN (g / 1000) * 1000 END
-    FROM generate_series(1, $1::int) AS g`, [ROWS]);
+    FROM generate_series(1, $1::int) AS g`, [ROWS, Math.max(1, Math.round(ROWS / 100 / IN_FLIGHT))]);
   await pool.query(`VACUUM ANALYZE ${schema}.task`);
-  console.log(`built ${ROWS} rows in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  console.log(`built ${ROWS} rows (${IN_FLIGHT} processing) in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
   const at = (secondsAgo: number) => new Date(Date.now() - secondsAgo * 1000);
   const middle = `t${Math.floor(ROWS / 2)}`;
   const cases: [string, TaskListFilter][] = [
     ['none', {}],
+    ['status processing', { status: 'processing' }],
     ['name (common)', { name: 'job-00' }],
     ['name (rare)', { name: 'rare' }],
     ['names (2)', { name: ['job-03', 'rare'] }],

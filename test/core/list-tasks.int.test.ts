@@ -156,6 +156,7 @@ describe('listTasks', () => {
       { name: 'p3' },
       { status: 'done' },
       { status: ['dead', 'waiting'] },
+      { status: 'processing', name: 'p2' },
       { name: ['p1', 'p2'], status: 'pending' },
       { parent: '100' },
       { parent: '100', status: 'done' },

@@ -53,7 +53,9 @@ const ALL_STATUSES: readonly TaskStatus[] = ['pending', 'processing', 'waiting',
  *   would hold every such row of the table, is taken instead);
  * - by name or status: one backward range of `<table>_name_status` (name, status, id) for each
  *   (name, status) pair, `limit + 1` entries at most each, merged; without names, the table's
- *   names are enumerated first by a loose scan of the same index (one probe per distinct name);
+ *   names are enumerated first by a loose scan of the same index (one probe per distinct name).
+ *   That index leaves out the rows in flight (so claims and heartbeats do not write to it):
+ *   `processing` rows are read whole from `<table>_leased`, as many as the fleet runs at once;
  * - otherwise: the primary key, backwards.
  * Time bounds arrive as id bounds ({@link taskIdAt}) and are also checked exactly on each row.
  * Names and statuses are parameters, compared so that no partial index is taken. Takes no locks.
@@ -80,27 +82,46 @@ export async function taskListPage(executor: Executor, table: LeasedTable<unknow
       ORDER BY p.id DESC LIMIT ${take}
     `;
   } else if (q.names !== null || q.statuses !== null) {
-    const names = q.names === null
-      ? sql`
-          WITH RECURSIVE names (name) AS (
-            (SELECT a.name FROM ${t} AS a ORDER BY a.name LIMIT 1)
-            UNION ALL
-            SELECT (SELECT b.name FROM ${t} AS b WHERE b.name > n.name ORDER BY b.name LIMIT 1) FROM names AS n WHERE n.name IS NOT NULL
-          )
-          SELECT name FROM names WHERE name IS NOT NULL`
-      : sql`SELECT unnest(${q.names}::text[]) AS name`;
-    statement = sql`
-      SELECT ${COLUMNS} FROM ${t}
-      WHERE id = ANY(ARRAY(
+    const statuses = q.statuses ?? ALL_STATUSES;
+    const indexed = statuses.filter((s) => s !== 'processing');
+    const parts: RawBuilder<unknown>[] = [];
+    if (indexed.length > 0) {
+      // `status <> 'processing'` written out, so that the planner may take the partial index
+      const names = q.names === null
+        ? sql`
+            WITH RECURSIVE names (name) AS (
+              (SELECT a.name FROM ${t} AS a WHERE a.status <> 'processing' ORDER BY a.name LIMIT 1)
+              UNION ALL
+              SELECT (SELECT b.name FROM ${t} AS b WHERE b.status <> 'processing' AND b.name > n.name ORDER BY b.name LIMIT 1)
+              FROM names AS n WHERE n.name IS NOT NULL
+            )
+            SELECT name FROM names WHERE name IS NOT NULL`
+        : sql`SELECT unnest(${q.names}::text[]) AS name`;
+      parts.push(sql`
         SELECT x.id
         FROM (${names}) AS n
-        CROSS JOIN unnest(${q.statuses ?? ALL_STATUSES}::text[]) AS s (status)
+        CROSS JOIN unnest(${indexed}::text[]) AS s (status)
         CROSS JOIN LATERAL (
           SELECT r.id FROM ${t} AS r
-          WHERE r.name = n.name AND r.status = s.status ${range('r')}
+          WHERE r.name = n.name AND r.status = s.status AND r.status <> 'processing' ${range('r')}
           ORDER BY r.id DESC LIMIT ${take}
         ) AS x
-        ORDER BY x.id DESC LIMIT ${take}
+      `);
+    }
+    if (indexed.length < statuses.length) {
+      // the rows in flight, read whole from <table>_leased (a materialised CTE, so that the
+      // page's ORDER BY … LIMIT cannot turn it into a backward walk of the primary key)
+      const names = q.names === null ? sql`` : sql`AND c.name = ANY(${q.names}::text[])`;
+      parts.push(sql`SELECT c.id FROM leased AS c WHERE true ${names} ${range('c')}`);
+    }
+    const leased = indexed.length < statuses.length
+      ? sql`WITH leased AS MATERIALIZED (SELECT id, name, created_at FROM ${t} WHERE status = 'processing') `
+      : sql``;
+    statement = sql`
+      ${leased}SELECT ${COLUMNS} FROM ${t}
+      WHERE id = ANY(ARRAY(
+        SELECT u.id FROM (${sql.join(parts, sql` UNION ALL `)}) AS u
+        ORDER BY u.id DESC LIMIT ${take}
       ))
       ORDER BY id DESC
     `;
