@@ -9,7 +9,7 @@ import { tasksListArgsOf, type TasksListArgs } from './tasks-list-args.js';
 /** The commands, as typed (`dead list` is one command of two words). */
 export const COMMANDS = [
   'migrate', 'stats', 'dead list', 'dead retry', 'dead skip', 'purge', 'watch', 'dashboard',
-  'schedules list', 'schedules pause', 'schedules resume', 'cancel', 'task show', 'tasks list', 'patches', 'worker', 'help', 'version',
+  'schedules list', 'schedules pause', 'schedules resume', 'cancel', 'task show', 'task fork', 'tasks list', 'patches', 'worker', 'help', 'version',
 ] as const;
 
 /** One of {@link COMMANDS}. */
@@ -51,6 +51,8 @@ export interface Invocation {
   readonly task: string | undefined;
   /** `patches --patch`: only this patch id. */
   readonly patch: string | undefined;
+  /** `task fork --from`: the recorded step the fork runs again from. */
+  readonly fromStep: string | undefined;
   /** `dashboard`'s `--host`, `--port`, `--token`, `--read-only`. */
   readonly dashboard: DashboardArgs;
   /** `worker`'s `--tasks` and the worker's options. */
@@ -78,6 +80,7 @@ const OPTIONS = {
   'read-only': { type: 'boolean' },
   task: { type: 'string' },
   patch: { type: 'string' },
+  from: { type: 'string' },
   tasks: { type: 'string' },
   concurrency: { type: 'string' },
   'poll-interval': { type: 'string' },
@@ -115,6 +118,7 @@ const ALLOWED: Readonly<Record<Command, readonly OptionName[]>> = {
   'schedules resume': [],
   cancel: ['reason'],
   'task show': [],
+  'task fork': ['from'],
   'tasks list': ['name', 'status', 'parent', 'created-after', 'created-before', 'limit', 'after'],
   patches: ['task', 'patch'],
   worker: [
@@ -148,6 +152,9 @@ export function parseCommandLine(argv: readonly string[]): Invocation {
   if (values.embedded && values['database-url'] !== undefined) {
     throw new UsageError('give either --embedded or --database-url, not both');
   }
+  if (command === 'task fork' && values.from === undefined) {
+    throw new UsageError('task fork needs --from, the recorded step to run again from (e.g. "leasehold task fork task:12 --from charge")');
+  }
   if (command === 'purge' && values['older-than'] === undefined) {
     throw new UsageError('purge needs --older-than, e.g. "leasehold purge --older-than 7d"');
   }
@@ -169,6 +176,7 @@ export function parseCommandLine(argv: readonly string[]): Invocation {
     withInbox: values['with-inbox'] === true,
     task: values.task === undefined ? undefined : checked(() => checkName(values.task, '--task'), '--task'),
     patch: values.patch === undefined ? undefined : checked(() => checkName(values.patch, '--patch'), '--patch'),
+    fromStep: values.from === undefined ? undefined : checked(() => checkName(values.from, '--from'), '--from'),
     dashboard: dashboardArgsOf(values),
     worker: workerArgsOf(values, command === 'worker'),
     tasksList: tasksListArgsOf(command === 'tasks list' ? values : {}),
@@ -204,7 +212,7 @@ function commandOf(positionals: readonly string[], help: boolean, version: boole
   if (first === 'task') {
     const command = `task ${second ?? ''}`;
     if (second === undefined || !(COMMANDS as readonly string[]).includes(command)) {
-      throw new UsageError(`"leasehold task" needs one of: show${second === undefined ? '' : ` (got "${second}")`}`);
+      throw new UsageError(`"leasehold task" needs one of: show, fork${second === undefined ? '' : ` (got "${second}")`}`);
     }
     return [command as Command, rest];
   }
@@ -229,7 +237,7 @@ function checkPositionals(command: Command, rest: readonly string[], all: boolea
     if (rest.length === 0) throw new UsageError(`${command} needs schedule names (as "leasehold schedules" lists them)`);
     return;
   }
-  if (command === 'cancel' || command === 'task show') {
+  if (command === 'cancel' || command === 'task show' || command === 'task fork') {
     if (rest.length !== 1) throw new UsageError(`${command} needs one task id (e.g. "leasehold ${command} task:12")`);
     return;
   }

@@ -12,6 +12,7 @@ import { patchesCommand } from './commands/patches.js';
 import { purgeCommand } from './commands/purge.js';
 import { schedulesListCommand, schedulesPauseCommand } from './commands/schedules.js';
 import { statsCommand } from './commands/stats.js';
+import { taskForkCommand } from './commands/task-fork.js';
 import { taskShowCommand } from './commands/task-show.js';
 import { tasksListCommand } from './commands/tasks-list.js';
 import { watchCommand } from './commands/watch.js';
@@ -43,6 +44,7 @@ const HANDLERS: Readonly<Record<Exclude<Command, 'help' | 'version' | 'worker'>,
   'schedules resume': schedulesPauseCommand(false),
   cancel: cancelCommand,
   'task show': taskShowCommand,
+  'task fork': taskForkCommand,
   'tasks list': tasksListCommand,
   patches: patchesCommand,
 };

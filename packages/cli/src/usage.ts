@@ -23,6 +23,8 @@ Commands:
   task show <id>                  a task: status, attempts, error or result, its recorded
                                   workflow steps, its children, and its timeline (steps,
                                   sleeps and waits, signals taken and pending, children)
+  task fork <id> --from <step>    a new run of the workflow that keeps the steps it recorded
+                                  before <step> and runs the rest (the task itself is unchanged)
   tasks [list] [--name a,b] [--status s,t] [--parent id] [--created-after t]
         [--created-before t] [--limit 50] [--after cursor]
                                   tasks newest first, a page at a time (--limit up to 1000);
@@ -47,8 +49,8 @@ Commands:
                                   NODE_OPTIONS="--import tsx")
 
 Ids are written task:12 or outbox:7 (as "dead list" prints them); a bare 12 means --table's,
-or the only table there is. Several ids: "task:12 task:13" or "task:12,13". "task show" and
-"cancel" take one task id, 12 or task:12.
+or the only table there is. Several ids: "task:12 task:13" or "task:12,13". "task show",
+"task fork" and "cancel" take one task id, 12 or task:12.
 
 Options:
   --database-url <url>   PostgreSQL to use (default: $DATABASE_URL)
@@ -61,8 +63,9 @@ Options:
 Exit codes:
   0    done
   1    could not: database unreachable, schema not migrated, unknown or not-dead ids (no such
-       task, for task show and cancel), SQL error; worker: a task module failed to load, defines
-       no task, or two modules define one name
+       task, for task show, task fork and cancel), a step task fork cannot fork from, SQL
+       error; worker: a task module failed to load, defines no task, or two modules define
+       one name
   2    wrong command line, or no database given
   130  interrupted (SIGINT/SIGTERM); watch, dashboard and worker exit 0 on Ctrl-C or SIGTERM
        (worker: a second signal more than 2 s later exits 130 at once)

@@ -34,6 +34,7 @@ export { defineSignal, type SignalDefinition } from './workflow/define-signal.js
 export { sendSignal, type SignalSent } from './workflow/send-signal.js';
 export { cancelTask, type CancelOptions } from './workflow/cancel-task.js';
 export { getTask, type TaskInfo, type TimelineEntry } from './workflow/get-task.js';
+export { forkTask, type ForkOptions } from './workflow/fork-task.js';
 export type { TaskReadRow, StepReadRow, ChildReadRow, SignalReadRow } from './sql/task-read.js';
 export { listTasks, type TaskListFilter, type TaskListOptions, type TaskList } from './workflow/list-tasks.js';
 export type { TaskSummary } from './sql/task-list.js';

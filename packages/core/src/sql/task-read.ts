@@ -19,6 +19,8 @@ export interface TaskReadRow {
   readonly attempts: number;
   readonly maxAttempts: number;
   readonly parentId: string | null;
+  /** The task this one was forked from (`forkTask`, core migration 17); null when not a fork. */
+  readonly forkedFrom: string | null;
   readonly waitFor: string | null;
   /** When a waiting task wakes by itself (a sleep, a wait's timeout); null when only an event wakes it, or not waiting. */
   readonly wakeAt: Date | null;
@@ -35,7 +37,7 @@ export async function taskRead(executor: Executor, table: LeasedTable<unknown>, 
     executor,
     sql`
       SELECT id, name, status, payload, result, result IS NULL AS nothing, last_error, resolution, attempts, max_attempts,
-             parent_id, wait_for, CASE WHEN status = 'waiting' AND scheduled THEN available_at END AS wake_at,
+             parent_id, forked_from, wait_for, CASE WHEN status = 'waiting' AND scheduled THEN available_at END AS wake_at,
              available_at, created_at, done_at, version
       FROM ${tableRef(table)} WHERE id = ${id}::bigint
     `,
@@ -52,6 +54,7 @@ export async function taskRead(executor: Executor, table: LeasedTable<unknown>, 
     attempts: Number(r.attempts),
     maxAttempts: Number(r.max_attempts),
     parentId: r.parent_id === null ? null : String(r.parent_id),
+    forkedFrom: r.forked_from === null || r.forked_from === undefined ? null : String(r.forked_from),
     waitFor: (r.wait_for as string | null) ?? null,
     wakeAt: (r.wake_at as Date | null) ?? null,
     availableAt: r.available_at as Date,

@@ -81,6 +81,12 @@ export class WorkflowRun {
   readonly #eventCalls = new Map<string, number>();
   /** The children this run spawned (not replayed): its own, and unlikely to have ended yet. */
   readonly #spawned = new Set<string>();
+  /**
+   * The children of this run's recorded spawns: a fork's (`forkTask`) are the original's, whose
+   * `parent_id` they keep; its wait reads them by id and does not park on them (forkTask refuses
+   * while one has not ended).
+   */
+  readonly #recordedChildren = new Set<string>();
 
   constructor(pool: PgPoolLike, table: LeasedTable<TaskRow>, task: Claimed<TaskRow>, ctx: HandlerContext, version = 1) {
     this.#pool = pool;
@@ -174,6 +180,7 @@ export class WorkflowRun {
         if (this.#records !== undefined && (await this.#records).checked && ids.length !== items.length) {
           throw this.#mismatch(call.position, recorded.kind === null ? null : { name: step, kind: recorded.kind }, call, `it spawned ${ids.length} children, the code now spawns ${items.length}`);
         }
+        for (const id of ids) this.#recordedChildren.add(id);
         return ids.map((id) => ({ id }));
       }
       // checked before any write, like enqueue
@@ -230,7 +237,7 @@ export class WorkflowRun {
     const rows = await taskChildrenRead(this.#pool, this.#table, ids);
     for (const id of ids) {
       const row = rows.get(id);
-      if (row !== undefined && row.parentId !== this.#task.id) {
+      if (row !== undefined && row.parentId !== this.#task.id && !this.#recordedChildren.has(id)) {
         throw new ConfigError('children', `Task ${id} is not a child of task ${this.#task.id}: only children spawned by this task can be waited for`);
       }
     }
