@@ -2,6 +2,7 @@
 // poll interval far longer than any deadline here, so a task that starts in time was woken by a
 // notification or by the guard's last claim before sleeping: a lost wake-up would wait a minute.
 import { createWorker, defineTask, enqueue, type LeaseWorker } from '@leasehold/core';
+import pg from 'pg';
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../fixtures.js';
@@ -114,6 +115,34 @@ describe('wake-ups on demand', () => {
       await waitUntil('the event is published', async () => published.length === 1);
     } finally {
       await dispatcher.stop();
+    }
+  });
+  it('a worker that cannot announce itself (its arm fails) claims again within a second instead of sleeping its poll interval', async () => {
+    // a role that may do everything a worker does but move the wake sequence: every arm fails
+    const role = `wake_arm_${process.pid}_${Date.now()}`;
+    await t.pool.query(`CREATE ROLE ${role} LOGIN PASSWORD 'arm'`);
+    const pool = new pg.Pool({ connectionString: Object.assign(new URL(t.url), { username: role, password: 'arm' }).toString(), max: 4 });
+    pool.on('error', () => undefined);
+    try {
+      await t.pool.query(`GRANT USAGE ON SCHEMA leasehold TO ${role}`);
+      await t.pool.query(`GRANT ALL ON ALL TABLES IN SCHEMA leasehold TO ${role}`);
+      await t.pool.query(`GRANT ALL ON ALL SEQUENCES IN SCHEMA leasehold TO ${role}`);
+      await t.pool.query(`REVOKE UPDATE ON SEQUENCE leasehold.task_wake FROM ${role}`);
+      const ping = defineTask<{ n: number }>('wake.unannounced', { handler: () => undefined });
+      const worker = track(createWorker({ pool, tasks: [ping], pollInterval: NEVER_POLL, logger: null }));
+      const armFailed = nextEvent(worker, 'worker:error', ({ error }) => /permission denied/.test(error.message), WAKE_DEADLINE_MS);
+      await worker.start();
+      await armFailed;
+      // the producer sees no live announcement and sends no NOTIFY: only a claim of the worker's own finds it
+      await waitUntil('no announcement is live', async () => (await wakeUntil(t.db)) <= (await serverNow(t.db)));
+      const succeeded = nextEvent(worker, 'task:succeeded', () => true, WAKE_DEADLINE_MS);
+      await enqueue(t.pool, ping, { n: 1 });
+      await succeeded;
+      await worker.stop();
+    } finally {
+      await pool.end();
+      await t.pool.query(`DROP OWNED BY ${role}`);
+      await t.pool.query(`DROP ROLE ${role}`);
     }
   });
 });

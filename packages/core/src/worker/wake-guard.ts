@@ -85,7 +85,10 @@ export class WakeGuard {
       quiet = arm.quiet;
     } catch (error) {
       p.onError(toError(error));
-      await p.wakeup.wait(p.pollIntervalMs);
+      // not announced: producers may skip their NOTIFY, so a sleep of the poll interval could
+      // miss what they insert meanwhile. Claim again soon, and arm again (a claim that fails
+      // backs off on its own path)
+      await p.wakeup.wait(Math.min(p.pollIntervalMs, WAKE_RENEW_MS));
       return;
     }
     if (quiet) {
