@@ -10,6 +10,8 @@ import { listRoutes } from './routes/lists.js';
 import { loginRoutes } from './routes/login.js';
 import { overviewRoutes } from './routes/overview.js';
 import { rowRoutes } from './routes/rows.js';
+import { runActionRoutes } from './routes/run-actions.js';
+import { runFindRoutes } from './routes/run-find.js';
 import { scheduleRoutes } from './routes/schedules.js';
 import { versionRoutes } from './routes/versions.js';
 import { CsrfTokens } from './security/csrf.js';
@@ -18,6 +20,7 @@ import { authenticate, csrfAndPage, securityHeaders } from './security/middlewar
 import type { ResolutionOutcome } from './views/confirm.js';
 import { messagePage } from './views/layout.js';
 import type { PageContext } from './views/page-context.js';
+import type { RunOutcome } from './run/run-action.js';
 
 /**
  * The dashboard as a Hono app under `settings.basePath`: security headers, then who may come in,
@@ -27,7 +30,12 @@ export function dashboardApp(settings: DashboardSettings): DashboardApp {
   // not strict: under a base path, its overview is both /admin/queues and /admin/queues/ (the
   // links use the latter)
   const app = new Hono<DashboardEnv>({ strict: false }).basePath(settings.basePath || '/');
-  const deps = { settings, tables: leasedTables(settings.schema), outcomes: new IdempotencyStore<ResolutionOutcome>() };
+  const deps = {
+    settings,
+    tables: leasedTables(settings.schema),
+    outcomes: new IdempotencyStore<ResolutionOutcome>(),
+    runOutcomes: new IdempotencyStore<RunOutcome>(),
+  };
   app.use('*', securityHeaders());
   app.use('*', authenticate(settings));
   assetRoutes(app);
@@ -35,7 +43,9 @@ export function dashboardApp(settings: DashboardSettings): DashboardApp {
   loginRoutes(app, deps);
   overviewRoutes(app, deps);
   listRoutes(app, deps);
+  runFindRoutes(app, deps);
   rowRoutes(app, deps);
+  runActionRoutes(app, deps);
   deadRoutes(app, deps);
   scheduleRoutes(app, deps);
   limitRoutes(app, deps);

@@ -7,6 +7,7 @@ import type { DashboardSettings, TableKind } from './options.js';
 import type { IdempotencyStore } from './security/idempotency.js';
 import type { PageContext } from './views/page-context.js';
 import type { ResolutionOutcome } from './views/confirm.js';
+import type { RunOutcome } from './run/run-action.js';
 
 /** The Hono environment of the dashboard: node's request when there is one, and the page context. */
 export interface DashboardEnv {
@@ -22,6 +23,8 @@ export interface RouteDeps {
   readonly settings: DashboardSettings;
   readonly tables: Readonly<Record<TableKind, LeasedTable<unknown>>>;
   readonly outcomes: IdempotencyStore<ResolutionOutcome>;
+  /** Outcomes of cancel / signal / fork on a run's page, by idempotency key. */
+  readonly runOutcomes: IdempotencyStore<RunOutcome>;
 }
 
 /** The leased tables of a schema, described once. */

@@ -10,8 +10,11 @@ export type TableKind = (typeof TABLE_KINDS)[number];
 /** What {@link DashboardOptions.redact} is asked to show. */
 export interface RedactContext {
   readonly table: TableKind;
-  /** `payload` and `checkpoint` (tasks), `payload` and `headers` (outbox messages). */
-  readonly field: 'payload' | 'checkpoint' | 'headers';
+  /**
+   * `payload` and `checkpoint` (tasks), `payload` and `headers` (outbox messages), `event`: a
+   * progress event's value (`ctx.setEvent`) on a workflow run's page.
+   */
+  readonly field: 'payload' | 'checkpoint' | 'headers' | 'event';
   readonly id: string;
   /** Task name or event type. */
   readonly name: string;

@@ -68,6 +68,26 @@ pre.error-text { color: var(--dead); }
 .pager { display: flex; gap: 1.2rem; margin: .8rem 0; }
 .confirm-list { padding-left: 1.2rem; } .confirm-list .error { color: var(--dead); font-size: .88rem; }
 q.reason { font-weight: 600; }
+/* a run's timeline: SVG bars on a time axis, at its own width, scrolling sideways in its region */
+.timeline { margin: .2rem 0 .4rem; border: 1px solid var(--line); border-radius: .4rem; background: var(--panel); }
+svg.tl { display: block; font-size: 12px; }
+.tl text { fill: var(--fg); } .tl .tl-tick, .tl .tl-claim { fill: var(--muted); font-size: 11px; }
+.tl .tl-grid { stroke: var(--line); } .tl .tl-now { stroke: var(--dead); stroke-dasharray: 3 3; }
+.tl-bar { stroke: var(--fg); stroke-width: .5; }
+.tl-step { fill: #4a7fd4; } .tl-db { fill: #2d9c8f; } .tl-sleep { fill: #9aa3b5; } .tl-wait { fill: #d39b2a; }
+.tl-spawn { fill: #8a63d2; } .tl-patch, .tl-event { fill: #6b7280; } .tl-signal { fill: #c2557a; } .tl-child { fill: #3f9a4f; }
+.tl-open { fill-opacity: .45; stroke-dasharray: 4 2; stroke-width: 1; }
+.tl-legend { display: flex; flex-wrap: wrap; gap: .2rem 1rem; list-style: none; padding: 0; margin: .2rem 0 .8rem; font-size: .82rem; color: var(--muted); }
+.tl-legend svg { vertical-align: middle; }
+ul.tree { padding-left: 1.2rem; } ul.tree ul { padding-left: 1.4rem; margin: .2rem 0; } ul.tree li { margin: .15rem 0; }
+pre.inline { margin: 0; padding: .3rem .5rem; max-height: 10rem; min-width: 12rem; max-width: 30rem; }
+.run-actions { display: grid; grid-template-columns: repeat(auto-fit, minmax(17rem, 1fr)); gap: 1rem; }
+.run-actions form { border: 1px solid var(--line); border-radius: .4rem; padding: 0 .9rem .8rem; margin: 0; }
+.run-actions h3 { font-size: 1rem; margin: .7rem 0 0; }
+.run-actions input, .run-actions select, textarea { width: 100%; }
+textarea { font: .9rem ui-monospace, SFMono-Regular, Menlo, monospace; color: inherit; background: var(--bg); border: 1px solid var(--line); border-radius: .3rem; padding: .35rem .5rem; }
+.field-error { color: var(--dead); margin: .3rem 0 0; font-size: .9rem; }
+form.find { align-items: end; }
 @media (max-width: 640px) {
   body { font-size: 15px; } main { padding: .8rem; } .top { padding: .5rem .8rem; }
   form.filters > div { flex: 1 1 100%; } form.filters input, form.filters select { width: 100%; }

@@ -1,11 +1,12 @@
 import type { Context } from 'hono';
 import type { DashboardApp, DashboardEnv, RouteDeps } from '../env.js';
-import { one, parseKey, parseName, parseRowId, parseStatus, parseTime } from '../input.js';
+import { badRequest, one, parseKey, parseName, parseRowId, parseStatus, parseTime } from '../input.js';
 import type { TableKind } from '../options.js';
 import { leasedDeadHeads } from '../sql/leased-dead-heads.js';
 import { leasedIdAt } from '../sql/leased-id-at.js';
 import { leasedIdBounds } from '../sql/leased-id-bounds.js';
 import { leasedListPage, type ListPage } from '../sql/leased-list-page.js';
+import { taskChildrenPage } from '../sql/task-children-page.js';
 import { blockedAggregates } from '../views/blocked.js';
 import { listPage, type ListQuery } from '../views/list.js';
 
@@ -19,7 +20,7 @@ async function list(c: Context<DashboardEnv>, deps: RouteDeps, kind: TableKind):
   const page = c.get('page');
   if (!page.tables[kind]) return c.notFound();
   const q = c.req.query();
-  const query: ListQuery = { status: one(q.status), name: one(q.name), group: one(q.group), from: one(q.from), to: one(q.to) };
+  const query: ListQuery = { status: one(q.status), name: one(q.name), group: one(q.group), from: one(q.from), to: one(q.to), parent: kind === 'task' ? one(q.parent) : '' };
   const below = one(q.below) === '' ? null : parseRowId(one(q.below), 'below');
   const rows = await readPage(deps, kind, query, below);
   const extra = kind === 'outbox' && below === null
@@ -30,6 +31,8 @@ async function list(c: Context<DashboardEnv>, deps: RouteDeps, kind: TableKind):
 
 async function readPage(deps: RouteDeps, kind: TableKind, query: ListQuery, below: string | null): Promise<ListPage | null> {
   const filter = { status: parseStatus(query.status), name: parseName(query.name, 'name'), groupKey: parseKey(query.group, 'group') };
+  const parent = query.parent === '' ? null : parseRowId(query.parent, 'parent');
+  if (parent !== null && filter.groupKey !== null) throw badRequest('Filter by a parent or by a group key, not both');
   const from = parseTime(query.from, 'from');
   const to = parseTime(query.to, 'to');
   const db = deps.settings.database;
@@ -41,7 +44,9 @@ async function readPage(deps: RouteDeps, kind: TableKind, query: ListQuery, belo
   const top = to === null ? BigInt(bounds.max) + 1n : BigInt(await leasedIdAt(db, table, to));
   const start = below === null ? top : min(BigInt(below), top);
   if (start <= floor) return { rows: [], next: null, scannedFrom: String(floor) };
-  return leasedListPage(db, table, filter, { below: String(start), floor: String(floor), limit: deps.settings.pageSize });
+  const range = { below: String(start), floor: String(floor), limit: deps.settings.pageSize };
+  // a run's children are one range of their own index: no scan window needed
+  return parent === null ? leasedListPage(db, table, filter, range) : taskChildrenPage(db, table, parent, filter, range);
 }
 
 const max = (a: bigint, b: bigint) => (a > b ? a : b);

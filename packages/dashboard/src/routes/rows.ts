@@ -5,6 +5,7 @@ import type { RedactContext, TableKind } from '../options.js';
 import { leasedGroupRows } from '../sql/leased-group-rows.js';
 import { leasedGroupState } from '../sql/leased-group-state.js';
 import { leasedRowGet } from '../sql/leased-row-get.js';
+import { readRun } from '../run/read-run.js';
 import { groupPage } from '../views/group-page.js';
 import { messagePage } from '../views/layout.js';
 import { rowPage } from '../views/row-page.js';
@@ -33,7 +34,8 @@ async function row(c: Context<DashboardEnv>, deps: RouteDeps, kind: TableKind): 
   const shown = kind === 'task'
     ? { payload: redact('payload', raw.payload), checkpoint: raw.checkpoint == null ? null : redact('checkpoint', raw.checkpoint) }
     : { payload: redact('payload', raw.payload), headers: redact('headers', raw.headers) };
-  return c.html(rowPage(page, { kind, raw, shown, group, path }));
+  const run = kind === 'task' ? await readRun(deps, id, name, raw.db_now as Date, path) : null;
+  return c.html(rowPage(page, { kind, raw, shown, group, path, run }));
 }
 
 async function group(c: Context<DashboardEnv>, deps: RouteDeps, kind: TableKind): Promise<Response> {

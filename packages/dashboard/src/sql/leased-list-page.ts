@@ -107,7 +107,8 @@ export async function leasedListPage(executor: Executor, table: LeasedTable<unkn
   return { rows, next, scannedFrom: String(low) };
 }
 
-function listColumns(table: LeasedTable<unknown>): RawBuilder<unknown> {
+/** The columns of a list row, as {@link toListRow} reads them. */
+export function listColumns(table: LeasedTable<unknown>): RawBuilder<unknown> {
   return sql`id, ${sql.ref(table.nameColumn)} AS name, status, attempts, max_attempts, group_key, blocked,
              created_at, available_at, lease_owner, lease_until, left(last_error, 300) AS last_error`;
 }

@@ -13,6 +13,8 @@ export interface ListQuery {
   readonly group: string;
   readonly from: string;
   readonly to: string;
+  /** Tasks only: the children of this run ('' for any). */
+  readonly parent: string;
 }
 
 /** What the list page shows. */
@@ -37,17 +39,28 @@ export function listPage(ctx: PageContext, data: ListData): Html {
   const path = `${ctx.base}/${data.kind === 'task' ? 'tasks' : 'outbox'}`;
   return layout(ctx, data.kind === 'task' ? 'tasks' : 'outbox', label.title, h`<h1>${label.title}</h1>
 ${data.extra ?? ''}
-${filterForm(path, label.name, data.query)}
+${data.kind === 'task' ? findForm(path) : ''}
+${filterForm(path, label.name, data.query, data.kind === 'task')}
+${data.query.parent === '' ? '' : h`<p>The children of run <a href="${path}/${data.query.parent}">#${data.query.parent}</a>, newest first.</p>`}
 ${data.query.group === '' ? '' : h`<p class="muted">Finished rows of a group have no index, so this list looks for them a stretch of ids at a time; what waits or runs in <a href="${path}/group?${new URLSearchParams({ key: data.query.group })}">group ${data.query.group}</a>, in the order it will run, is on its page.</p>`}
 ${data.page === null ? h`<p class="notice">No rows yet.</p>` : results(ctx, path, data)}`);
 }
 
-function filterForm(path: string, nameLabel: string, q: ListQuery): Html {
+// an id goes straight to its page; the route answers a bad or unknown id with a clear message
+function findForm(path: string): Html {
+  return h`<form class="filters find" method="get" action="${path}/find" role="search" aria-label="Go to a task by id">
+<div><label for="f-id">Task id</label><input id="f-id" name="id" inputmode="numeric" autocomplete="off" placeholder="e.g. 1042"></div>
+<div class="actions"><button type="submit">Open</button></div>
+</form>`;
+}
+
+function filterForm(path: string, nameLabel: string, q: ListQuery, tasks: boolean): Html {
   const options = ['', ...TASK_STATUSES].map((s) => h`<option value="${s}"${s === q.status ? h` selected` : ''}>${s === '' ? 'any' : s}</option>`);
   return h`<form class="filters" method="get" action="${path}" role="search" aria-label="Filter rows">
 <div><label for="f-status">Status</label><select id="f-status" name="status">${options}</select></div>
 <div><label for="f-name">${nameLabel}</label><input id="f-name" name="name" value="${q.name}" autocomplete="off"></div>
 <div><label for="f-group">Group key</label><input id="f-group" name="group" value="${q.group}" autocomplete="off"></div>
+${tasks ? h`<div><label for="f-parent">Children of (run id)</label><input id="f-parent" name="parent" value="${q.parent}" inputmode="numeric" autocomplete="off"></div>` : ''}
 <div><label for="f-from">Created from (UTC)</label><input id="f-from" name="from" type="datetime-local" step="1" value="${q.from}"></div>
 <div><label for="f-to">Created before (UTC)</label><input id="f-to" name="to" type="datetime-local" step="1" value="${q.to}"></div>
 <div class="actions"><button type="submit">Filter</button> <a href="${path}">Clear</a></div>

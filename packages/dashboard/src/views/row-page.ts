@@ -2,6 +2,7 @@ import { h, type Html } from './html.js';
 import { layout } from './layout.js';
 import type { PageContext } from './page-context.js';
 import { resolveForm } from './resolve-form.js';
+import { runActions } from './run-actions.js';
 import { ROW_SECTIONS, type RowView } from './row-sections.js';
 
 /** One task or outbox message: every stored field, and retry / skip while it is dead. */
@@ -14,5 +15,6 @@ export function rowPage(ctx: PageContext, row: RowView): Html {
 ${dead ? h`<section aria-labelledby="s-dead" class="callout"><h2 id="s-dead">This ${noun.toLowerCase()} is dead</h2>
 <p>Nothing retries it by itself. Retry it once its cause is fixed (it runs again, attempts reset), or skip it (it is marked done without running${row.raw.group_key ? ', and the next row of its group runs' : ''}).</p>
 ${actions ?? h`<p class="muted">Read-only dashboard: use <code>leasehold dead retry|skip</code>.</p>`}</section>` : ''}
-${ROW_SECTIONS.map((section) => section(row))}`);
+${ROW_SECTIONS.map((section) => section(row))}
+${row.run === null ? '' : runActions(ctx, row.run.info)}`);
 }

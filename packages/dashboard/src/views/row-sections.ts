@@ -4,6 +4,8 @@ import { formatDuration, formatJson, formatTime } from './format.js';
 import { h, type Html } from './html.js';
 import { statusBadge } from './layout.js';
 import { replaySection } from './replay-section.js';
+import { runSections } from './run-sections.js';
+import { isRun, type RunView } from '../run/run-view.js';
 
 /** A row as the row page shows it: the stored columns, with what `redact` let through. */
 export interface RowView {
@@ -14,21 +16,24 @@ export interface RowView {
   readonly group: GroupState | null;
   /** Links of this table's pages, e.g. `/base/tasks`. */
   readonly path: string;
+  /** A task's run as `getTask` reads it, with its events and grandchildren; null for outbox rows. */
+  readonly run: RunView | null;
 }
 
 /**
- * The sections of the row page, in order. Each returns null when it has nothing to show. Workflow
- * steps and children, limits and trace ids slot in here as those features land.
+ * The sections of the row page, in order. Each returns null when it has nothing to show. A
+ * workflow run's timeline, children, events and signals come right after its error: on a run's
+ * page they are what a person came for.
  */
 export const ROW_SECTIONS: ReadonlyArray<(row: RowView) => Html | null> = [
   summarySection,
   leaseSection,
   replaySection,
   errorSection,
+  runSection,
   groupSection,
   dataSection,
   traceSection,
-  workflowSection,
 ];
 
 function item(term: string, value: unknown): Html {
@@ -120,8 +125,6 @@ ${typeof state === 'string' && state !== '' ? item('tracestate', h`<code>${state
 </dl></section>`;
 }
 
-function workflowSection(row: RowView): Html | null {
-  if (row.kind !== 'task') return null;
-  return h`<section aria-labelledby="s-workflow"><h2 id="s-workflow">Workflow steps and children</h2>
-<p class="muted">The dashboard does not show a run's steps and children yet: <code>leasehold task show ${String(row.raw.id)}</code> prints them.</p></section>`;
+function runSection(row: RowView): Html | null {
+  return row.run !== null && isRun(row.run) ? runSections(row.run) : null;
 }
