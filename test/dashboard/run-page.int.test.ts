@@ -94,7 +94,7 @@ describe('the run page', () => {
     expect(page.status).toBe(200);
 
     // the picture, and the table with one row per timeline entry, in its order
-    expect(page.text).toContain('<svg class="tl"');
+    expect(page.text).toContain('<figure class="tl"');
     const rows = timelineRows(page.text);
     expect(rows.map((r) => r[1]!.replace(/ #\d+$/, ''))).toEqual(info.timeline.map((e) => e.name));
     const kinds = Object.fromEntries(rows.map((r) => [r[1]!, r[0]!]));
@@ -124,7 +124,7 @@ describe('the run page', () => {
     expect(page.text).not.toContain('Send signal…');
     // read-only: no actions at all
     const quiet = await new DashboardClient(readOnly.url).get(`/tasks/${run.id}`);
-    expect(quiet.text).toContain('<svg class="tl"');
+    expect(quiet.text).toContain('<figure class="tl"');
     expect(quiet.text).not.toContain('Fork…');
   });
 });

@@ -68,16 +68,21 @@ pre.error-text { color: var(--dead); }
 .pager { display: flex; gap: 1.2rem; margin: .8rem 0; }
 .confirm-list { padding-left: 1.2rem; } .confirm-list .error { color: var(--dead); font-size: .88rem; }
 q.reason { font-weight: 600; }
-/* a run's timeline: SVG bars on a time axis, at its own width, scrolling sideways in its region */
-.timeline { margin: .2rem 0 .4rem; border: 1px solid var(--line); border-radius: .4rem; background: var(--panel); }
-svg.tl { display: block; font-size: 12px; }
-.tl text { fill: var(--fg); } .tl .tl-tick, .tl .tl-claim { fill: var(--muted); font-size: 11px; }
-.tl .tl-grid { stroke: var(--line); } .tl .tl-now { stroke: var(--dead); stroke-dasharray: 3 3; }
+/* a run's timeline: a row per entry, its bar in a track that stretches; below the label on a phone */
+figure.tl { margin: .2rem 0 .6rem; padding: .6rem .8rem; border: 1px solid var(--line); border-radius: .4rem; background: var(--panel); }
+figure.tl figcaption { font-weight: 600; margin-bottom: .4rem; } figure.tl figcaption .muted { font-weight: 400; font-size: .85rem; }
+ol.tl-rows { list-style: none; margin: 0; padding: 0; }
+.tl-row { display: grid; grid-template-columns: minmax(10rem, 16rem) 1fr 10rem; gap: .1rem .6rem; align-items: center; padding: .1rem 0; font-size: .85rem; }
+.tl-label { overflow: hidden; text-overflow: ellipsis; white-space: nowrap; color: var(--muted); } .tl-label b { color: var(--fg); font-weight: 500; }
+.tl-dur { color: var(--muted); font-size: .8rem; white-space: nowrap; font-variant-numeric: tabular-nums; }
+.tl-ticks { display: flex; justify-content: space-between; color: var(--muted); font-size: .75rem; border-bottom: 1px solid var(--line); }
+svg.tl-track { width: 100%; height: 14px; display: block; }
+.tl-track .tl-grid { stroke: var(--line); } .tl-track .tl-now { stroke: var(--dead); stroke-dasharray: 2 2; }
 .tl-bar { stroke: var(--fg); stroke-width: .5; }
 .tl-step { fill: #4a7fd4; } .tl-db { fill: #2d9c8f; } .tl-sleep { fill: #9aa3b5; } .tl-wait { fill: #d39b2a; }
 .tl-spawn { fill: #8a63d2; } .tl-patch, .tl-event { fill: #6b7280; } .tl-signal { fill: #c2557a; } .tl-child { fill: #3f9a4f; }
-.tl-open { fill-opacity: .45; stroke-dasharray: 4 2; stroke-width: 1; }
-.tl-legend { display: flex; flex-wrap: wrap; gap: .2rem 1rem; list-style: none; padding: 0; margin: .2rem 0 .8rem; font-size: .82rem; color: var(--muted); }
+.tl-open { fill-opacity: .4; stroke-dasharray: 4 2; stroke-width: 1; }
+.tl-legend { display: flex; flex-wrap: wrap; gap: .2rem 1rem; list-style: none; padding: 0; margin: .5rem 0 0; font-size: .8rem; color: var(--muted); }
 .tl-legend svg { vertical-align: middle; }
 ul.tree { padding-left: 1.2rem; } ul.tree ul { padding-left: 1.4rem; margin: .2rem 0; } ul.tree li { margin: .15rem 0; }
 pre.inline { margin: 0; padding: .3rem .5rem; max-height: 10rem; min-width: 12rem; max-width: 30rem; }
@@ -92,5 +97,7 @@ form.find { align-items: end; }
   body { font-size: 15px; } main { padding: .8rem; } .top { padding: .5rem .8rem; }
   form.filters > div { flex: 1 1 100%; } form.filters input, form.filters select { width: 100%; }
   table.data td.error { min-width: 12rem; }
+  .tl-row { grid-template-columns: 1fr auto; } svg.tl-track, .tl-ticks { grid-column: 1 / -1; grid-row: 2; }
+  .tl-axis .tl-label, .tl-axis .tl-dur { display: none; } .tl-axis .tl-ticks { grid-row: 1; }
 }
 `;
