@@ -53,7 +53,7 @@ form.resolve input[name=reason] { width: min(36rem, 100%); }
 button { background: var(--accent); color: var(--bg); border: 0; border-radius: .3rem; padding: .45rem 1rem; min-height: 2.2rem; cursor: pointer; font-weight: 600; }
 button.secondary { background: transparent; color: var(--accent); border: 1px solid var(--accent); }
 .actions { display: flex; gap: .6rem; align-items: center; flex-wrap: wrap; }
-form.resolve, form.confirm, form.login { display: grid; gap: .7rem; margin: .8rem 0; }
+form.resolve, form.run-action, form.confirm, form.login { display: grid; gap: .7rem; margin: .8rem 0; }
 fieldset.scope { border: 0; margin: 0; padding: 0; display: flex; flex-wrap: wrap; gap: .3rem 1.2rem; }
 fieldset.scope legend { font-size: .82rem; color: var(--muted); padding: 0; margin-bottom: .2rem; }
 fieldset.scope label { display: inline-flex; align-items: center; gap: .4rem; font-size: 1rem; color: var(--fg); margin: 0; }

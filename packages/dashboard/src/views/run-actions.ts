@@ -29,7 +29,7 @@ ${!open && points.length === 0 ? h`<p class="muted">This run has ended and recor
 const target = (ctx: PageContext, id: string, action: string) => `${ctx.base}/tasks/${id}/${action}/confirm`;
 
 function cancelForm(ctx: PageContext, id: string): Html {
-  return h`<form class="resolve" method="post" action="${target(ctx, id, 'cancel')}" aria-labelledby="a-cancel">
+  return h`<form class="run-action" method="post" action="${target(ctx, id, 'cancel')}" aria-labelledby="a-cancel">
 <h3 id="a-cancel">Cancel</h3>
 <input type="hidden" name="_csrf" value="${ctx.csrf}">
 <p class="muted">The run and its unfinished children stop; a running handler is told within a heartbeat.</p>
@@ -41,7 +41,7 @@ function cancelForm(ctx: PageContext, id: string): Html {
 
 /** The signal form, empty on the run page, or as typed when the payload was refused. */
 export function signalForm(ctx: PageContext, id: string, typed: { readonly name: string; readonly payload: string }, error?: string): Html {
-  return h`<form class="resolve" method="post" action="${target(ctx, id, 'signal')}" aria-labelledby="a-signal">
+  return h`<form class="run-action" method="post" action="${target(ctx, id, 'signal')}" aria-labelledby="a-signal">
 <h3 id="a-signal">Send a signal</h3>
 <input type="hidden" name="_csrf" value="${ctx.csrf}">
 <div><label for="signal-name">Signal name</label>
@@ -54,7 +54,7 @@ ${error === undefined ? '' : h`<p id="signal-error" class="field-error">${error}
 }
 
 function forkForm(ctx: PageContext, id: string, points: readonly string[]): Html {
-  return h`<form class="resolve" method="post" action="${target(ctx, id, 'fork')}" aria-labelledby="a-fork">
+  return h`<form class="run-action" method="post" action="${target(ctx, id, 'fork')}" aria-labelledby="a-fork">
 <h3 id="a-fork">Fork from a step</h3>
 <input type="hidden" name="_csrf" value="${ctx.csrf}">
 <p class="muted">A new run keeps what this one recorded before the step and runs the rest; this run is not changed.</p>
