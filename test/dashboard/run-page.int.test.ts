@@ -3,7 +3,7 @@
 // events, signals taken and pending, fork lineage) is what the page shows; the id search; and
 // cancel, signal, fork and retry, each refused without the CSRF token and acting once when the
 // confirmed form is posted twice.
-import { createWorker, defineEvent, defineSignal, defineTask, enqueue, getTask, PermanentError, sendSignal, waitForResult, type TaskContext, type TaskInfo } from '@leasehold/core';
+import { createWorker, defineEvent, defineSignal, defineTask, enqueue, getTask, migrate, PermanentError, sendSignal, waitForResult, type TaskContext, type TaskInfo } from '@leasehold/core';
 import { startDashboard, type RunningDashboard } from '@leasehold/dashboard';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -61,7 +61,7 @@ const broken = defineTask('rp-broken', {
   },
 });
 
-const worker = () => track(createWorker({ pool: t.pool, tasks: [flow, child, grand, gate, broken], concurrency: 4, pollInterval: 20 }));
+const worker = () => track(createWorker({ pool: t.pool, tasks: [flow, child, grand, gate, broken], concurrency: 4, pollInterval: 20, logger: null }));
 
 /** Polls getTask until `test` holds, within a deadline. */
 async function until(id: string, test: (info: TaskInfo) => boolean): Promise<TaskInfo> {
@@ -126,6 +126,24 @@ describe('the run page', () => {
     const quiet = await new DashboardClient(readOnly.url).get(`/tasks/${run.id}`);
     expect(quiet.text).toContain('<figure class="tl"');
     expect(quiet.text).not.toContain('Fork…');
+  });
+});
+
+describe('an older schema', () => {
+  it('shows a task\'s row without its run where the schema has no events table nor forked_from column', async () => {
+    await migrate(t.pool, { schema: 'before_runs' });
+    await sql`DROP TABLE before_runs.task_event`.execute(t.db);
+    await sql`ALTER TABLE before_runs.task DROP COLUMN forked_from CASCADE`.execute(t.db);
+    const { id } = await enqueue(t.pool, gate, {}, { schema: 'before_runs' });
+    const older = await startDashboard({ database: t.pool, port: 0, schema: 'before_runs' });
+    try {
+      const page = await new DashboardClient(older.url).get(`/tasks/${id}`);
+      expect(page.status).toBe(200);
+      expect(textOf(page.text)).toContain('Summary Status pending Name rp-gate');
+      expect(page.text).not.toContain('<figure class="tl"');
+    } finally {
+      await older.close();
+    }
   });
 });
 
