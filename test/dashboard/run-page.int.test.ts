@@ -129,6 +129,18 @@ describe('the run page', () => {
   });
 });
 
+describe('hostile names', () => {
+  it('shows a signal name holding markup as text, in the timeline and the signals table', async () => {
+    const hostile = '<img src=x onerror=alert(1)>';
+    const run = await enqueue(t.pool, gate, {});
+    await sendSignal(t.pool, run, defineSignal(hostile));
+    const page = await new DashboardClient(dashboard.url).get(`/tasks/${run.id}`);
+    expect(page.text).not.toContain(hostile);
+    expect(page.text).toContain('&lt;img src=x onerror=alert(1)&gt;');
+    expect(textOf(page.text)).toContain(`signal ${hostile}`);
+  });
+});
+
 describe('an older schema', () => {
   it('shows a task\'s row without its run where the schema has no events table nor forked_from column', async () => {
     await migrate(t.pool, { schema: 'before_runs' });
