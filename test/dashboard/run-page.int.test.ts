@@ -7,7 +7,7 @@ import { createWorker, defineEvent, defineSignal, defineTask, enqueue, getTask, 
 import { startDashboard, type RunningDashboard } from '@leasehold/dashboard';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { useTestDatabase } from '../fixtures.js';
+import { insertTasks, useTestDatabase } from '../fixtures.js';
 import { useWorkers } from '../workers.js';
 import { DashboardClient, field, textOf } from './run-page-client.js';
 
@@ -126,6 +126,18 @@ describe('the run page', () => {
     const quiet = await new DashboardClient(readOnly.url).get(`/tasks/${run.id}`);
     expect(quiet.text).toContain('<figure class="tl"');
     expect(quiet.text).not.toContain('Fork…');
+  });
+});
+
+describe('a wide tree', () => {
+  it('shows the first ten children of a child, and how many more, linking to the list of them all', async () => {
+    const [parent, kid, ...grandkids] = await insertTasks(t.db, 14, { name: 'rp-wide', status: 'done' });
+    await sql`UPDATE leasehold.task SET parent_id = ${parent}::bigint WHERE id = ${kid}::bigint`.execute(t.db);
+    await sql`UPDATE leasehold.task SET parent_id = ${kid}::bigint WHERE id = ANY(${grandkids}::bigint[])`.execute(t.db);
+    const page = await new DashboardClient(dashboard.url).get(`/tasks/${parent}`);
+    const tree = /<ul class="tree">([\s\S]*?)<\/section>/.exec(page.text)![1]!;
+    expect([...tree.matchAll(/<a href="\/tasks\/(\d+)">#/g)].map((m) => m[1])).toEqual([kid, ...grandkids.slice(0, 10)]);
+    expect(tree).toContain(`<a href="/tasks?parent=${kid}">and 2 more</a>`);
   });
 });
 

@@ -11,36 +11,38 @@ export interface GrandchildRow {
   readonly status: TaskStatus;
 }
 
-/** The first children of each parent, and how many each has in all. */
+/** The first children of each parent, and how many each has. */
 export interface Grandchildren {
   readonly rows: readonly GrandchildRow[];
-  /** Children per parent id, all of them (the tree shows "and N more"). */
+  /** Children per parent id, counted up to {@link COUNT_CAP} (the tree shows "and N more"). */
   readonly counts: ReadonlyMap<string, number>;
 }
 
+/** Children of one parent counted at most: a run with a huge fan-out costs no more than this. */
+export const COUNT_CAP = 1_000;
+
 /**
- * The first `perParent` children (by id) of each of `parentIds`, and each parent's child count:
- * the second level of a run's children tree. `parentIds` must be checked row ids. Takes no locks;
- * reads core migration 8's `(parent_id, id)` index.
+ * The first `perParent` children (by id) of each of `parentIds`, and each parent's child count up
+ * to {@link COUNT_CAP}: the second level of a run's children tree. `parentIds` must be checked row
+ * ids. Takes no locks; per parent, two bounded ranges of core migration 8's `(parent_id, id)` index.
  */
 export async function taskGrandchildren(executor: Executor, table: LeasedTable<unknown>, parentIds: readonly string[], perParent: number): Promise<Grandchildren> {
   if (parentIds.length === 0) return { rows: [], counts: new Map() };
-  const rows = await execute<{ id: string; parent_id: string; name: string; status: TaskStatus; n: string; total: string }>(
+  const t = tableRef(table);
+  const rows = await execute<{ parent_id: string; total: number; id: string | null; name: string | null; status: TaskStatus | null }>(
     executor,
     sql`
-      SELECT id, parent_id, name, status, n, total FROM (
-        SELECT id, parent_id, name, status,
-               row_number() OVER (PARTITION BY parent_id ORDER BY id) AS n,
-               count(*) OVER (PARTITION BY parent_id) AS total
-        FROM ${tableRef(table)} WHERE parent_id = ANY(${[...parentIds]}::bigint[])
-      ) AS c
-      WHERE n <= ${perParent} ORDER BY parent_id, id
+      SELECT p.id AS parent_id, n.total, c.id, c.name, c.status
+      FROM unnest(${[...parentIds]}::bigint[]) AS p (id)
+      CROSS JOIN LATERAL (SELECT count(*)::int AS total FROM (SELECT 1 FROM ${t} WHERE parent_id = p.id LIMIT ${COUNT_CAP}) AS x) AS n
+      LEFT JOIN LATERAL (SELECT id, name, status FROM ${t} WHERE parent_id = p.id ORDER BY id LIMIT ${perParent}) AS c ON true
+      ORDER BY p.id, c.id
     `,
   );
   const counts = new Map<string, number>();
-  for (const r of rows) counts.set(String(r.parent_id), Number(r.total));
+  for (const r of rows) counts.set(String(r.parent_id), r.total);
   return {
-    rows: rows.map((r) => ({ id: String(r.id), parentId: String(r.parent_id), name: r.name, status: r.status })),
+    rows: rows.filter((r) => r.id !== null).map((r) => ({ id: String(r.id), parentId: String(r.parent_id), name: r.name!, status: r.status! })),
     counts,
   };
 }

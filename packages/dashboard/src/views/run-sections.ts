@@ -1,5 +1,6 @@
 import { timelineBars } from '../run/timeline-bars.js';
 import { CHILDREN_SHOWN, type RunView } from '../run/run-view.js';
+import { COUNT_CAP } from '../sql/task-grandchildren.js';
 import { formatCount, formatJson, formatTime } from './format.js';
 import { h, type Html } from './html.js';
 import { statusBadge } from './layout.js';
@@ -39,7 +40,7 @@ function childrenSection(v: RunView): Html | null {
     const total = v.grandchildren.counts.get(c.id) ?? 0;
     return h`<li><a href="${v.path}/${c.id}">#${c.id}</a> ${c.name} ${statusBadge(c.status)} <span class="muted">ended ${when(c.doneAt)}</span>
 ${grand.length === 0 ? '' : h`<ul>${grand.map((g) => h`<li><a href="${v.path}/${g.id}">#${g.id}</a> ${g.name} ${statusBadge(g.status)}</li>`)}
-${total > grand.length ? h`<li><a href="${v.path}?${new URLSearchParams({ parent: c.id })}">and ${formatCount(total - grand.length)} more</a></li>` : ''}</ul>`}</li>`;
+${total > grand.length ? h`<li><a href="${v.path}?${new URLSearchParams({ parent: c.id })}">and ${formatCount(total - grand.length)}${total >= COUNT_CAP ? '+' : ''} more</a></li>` : ''}</ul>`}</li>`;
   })}</ul>
 ${children.length > shown.length ? h`<p><a href="${all}">All ${formatCount(children.length)} children in the task list</a></p>` : h`<p><a href="${all}">These children in the task list</a></p>`}
 </section>`;
