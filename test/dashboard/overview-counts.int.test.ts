@@ -28,7 +28,8 @@ beforeAll(async () => {
   await insertTasks(t.db, 1, { name: 'oc.mail', status: 'processing', attempts: 1, leaseUntilOffsetMs: -60_000 });
   await insertTasks(t.db, 1, { name: 'oc.mail', status: 'processing', attempts: 1, leaseUntilOffsetMs: 60_000 });
   await insertTasks(t.db, 4, { name: 'oc.mail', status: 'done', attempts: 1 });
-  await insertTasks(t.db, 2, { name: 'oc.flow', status: 'waiting', attempts: 1 });
+  const parked = await insertTasks(t.db, 2, { name: 'oc.flow', attempts: 1 });
+  await sql`UPDATE leasehold.task SET status = 'waiting', wait_for = 'children' WHERE id = ANY(${parked}::bigint[])`.execute(t.db);
   await insertTasks(t.db, 1, { name: 'oc.flow', availableOffsetMs: 3_600_000 });
   // the oldest waiting row of oc.mail: created (and due) ten minutes ago
   await sql`UPDATE leasehold.task SET created_at = now() - interval '10 minutes', available_at = now() - interval '10 minutes'
