@@ -153,12 +153,16 @@ export async function taskParkMany(pool: PgQueryable, table: LeasedTable<unknown
     SELECT d.n, d.goes_on, d.taken, d.payload, d.nothing, p.id IS NOT NULL AS parked, p.due_in_ms
     FROM d LEFT JOIN parked AS p ON p.id = d.task_id
   `;
+  const sentAt = performance.now();
   const rows = await runInOneTransaction<Row>(pool, [lock, work]);
+  // due_in_ms counts from the transaction's now(), about when it went out: the round trip since
+  // has already passed (a timer set for the whole of it would fire that much late)
+  const elapsed = performance.now() - sentAt;
   const results: ParkResult[] = requests.map(() => ({ kind: 'lost' }));
   for (const r of rows) {
     const n = Number(r.n);
     if (r.goes_on) results[n] = { kind: 'continue', timedOut: !r.taken, taken: r.taken, payload: r.taken && !r.nothing ? r.payload : undefined };
-    else if (r.parked) results[n] = { kind: 'parked', dueInMs: r.due_in_ms === null ? null : Math.max(0, Number(r.due_in_ms)) };
+    else if (r.parked) results[n] = { kind: 'parked', dueInMs: r.due_in_ms === null ? null : Math.max(0, Number(r.due_in_ms) - elapsed) };
   }
   return results;
 }

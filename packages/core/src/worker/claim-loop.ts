@@ -210,7 +210,8 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>): Promise<void>
       if (result.waitMs !== null) timer.in(result.waitMs);
       if (result.nextDueMs !== null) {
         if (result.nextDueMs === 0) wholeNext = true;
-        else timer.in(result.nextDueMs);
+        // counted from the claim's now(), about when it went out, not from its answer
+        else timer.in(result.nextDueMs - (performance.now() - sentAt));
       }
     } catch (error) {
       parts.onError(toError(error));
