@@ -3,7 +3,9 @@
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { claim, createWorker, defineTask, enqueue, enqueueMany, markDead, taskTable, type TaskDefinition } from '@leasehold/core';
-import { claimPlanReads } from '../claim-plan.js';
+import { leaseClaim } from '@leasehold/core/internal';
+import { claimedRecords } from '../../packages/core/src/sql/claimed-records.js';
+import { claimPlanReads, recordStatement, statementPlanReads } from '../claim-plan.js';
 import { useTestDatabase } from '../fixtures.js';
 import { useWorkers } from '../workers.js';
 
@@ -59,6 +61,41 @@ describe('claims at production sizes', () => {
     const counts = await statusCounts();
     expect(counts['dead']).toBe(1);
     expect(counts['pending blocked']).toBe(50_000 + 20_000 - busy.length);
+  });
+
+  it('50,000 parked runs with 500,000 records, 50 of them due: the claim reads and closes only the due runs\' records', async () => {
+    const napper = defineTask<{ n: number }>('napper', { handler: () => {} });
+    await sql`TRUNCATE leasehold.task, leasehold.task_group`.execute(t.db);
+    await enqueueMany(t.pool, napper, Array.from({ length: 50_000 }, (_, n) => ({ payload: { n } })));
+    // each run recorded nine steps under its first lease and parked on a sleep: 50 are due
+    await sql`
+      UPDATE leasehold.task SET status = 'waiting', scheduled = true, lease_version = 1, wait_for = 'sleep:nap',
+        available_at = CASE WHEN (payload->>'n')::int < ${BATCH} THEN now() - interval '1 second' ELSE now() + interval '1 hour' END`.execute(t.db);
+    await sql`
+      INSERT INTO leasehold.task_step (task_id, name, done, result, wake_at, lease_version, done_at, position, kind)
+      SELECT t.id, 's' || g, true, to_jsonb(g), NULL, 1, now(), g, 'step' FROM leasehold.task AS t, generate_series(0, 8) AS g
+      UNION ALL
+      SELECT t.id, 'nap', false, NULL, t.available_at, 1, NULL, 9, 'sleep' FROM leasehold.task AS t`.execute(t.db);
+    await sql`ANALYZE leasehold.task`.execute(t.db);
+    await sql`ANALYZE leasehold.task_step`.execute(t.db);
+
+    const statement = await recordStatement((recorder) => leaseClaim(recorder, table, { owner: 'explain', batch: BATCH, leaseMs: 60_000 }));
+    const reads = await statementPlanReads(t.pool, 'task_step', statement);
+    // ten records per due run, read once for the rows and once to close the sleep
+    expect(reads.rowsTouched, reads.plan).toBeLessThanOrEqual(2 * 10 * BATCH + BATCH);
+
+    const { claimed } = await leaseClaim(t.pool, table, { owner: 'test', batch: BATCH, leaseMs: 60_000 });
+    expect(claimed).toHaveLength(BATCH);
+    for (const run of claimed) {
+      const records = claimedRecords.get(run);
+      expect(records?.size).toBe(10);
+      expect(records?.get('s3')).toEqual({ done: true, result: 3, position: 3, kind: 'step' });
+      expect(records?.get('nap')).toMatchObject({ done: true, kind: 'sleep' });
+    }
+    const { rows } = await sql<{ closed: number; open: number }>`
+      SELECT count(*) FILTER (WHERE done)::int AS closed, count(*) FILTER (WHERE NOT done)::int AS open
+      FROM leasehold.task_step WHERE name = 'nap'`.execute(t.db);
+    expect(rows[0]).toEqual({ closed: BATCH, open: 50_000 - BATCH });
   });
 
   it('50,000 tasks scheduled for later: the claim reads none of them', async () => {

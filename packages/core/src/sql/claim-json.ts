@@ -1,4 +1,5 @@
 import { sql, type RawBuilder } from 'kysely';
+import type { LeasedTable } from '../leased-table.js';
 import type { Claimed } from './lease-row.js';
 
 /**
@@ -30,10 +31,27 @@ export interface ClaimJson<Row> {
    * timestamp as epoch milliseconds (see {@link jsonDate}), NULL as null, jsonb parsed.
    */
   readonly fromJson: (values: readonly unknown[], owner: string) => Claimed<Row>;
+  /**
+   * What a claim adds for rows resumed where an earlier lease left off, when the table keeps
+   * such records (core's tasks: a workflow run's; see task-claim-json.ts): a value appended to
+   * each row's JSON (from the `claimed` CTE's row `o`, at `fromJson`'s next index; `resumable` is
+   * the condition under which the row may carry it), and CTEs to follow `claimed`.
+   */
+  readonly resumed?: ((table: LeasedTable<unknown>, resumable: RawBuilder<unknown>) => ResumedParts) | undefined;
+}
+
+/** See {@link ClaimJson.resumed}. */
+export interface ResumedParts {
+  /** A JSON text value, for every claimed row (`'null'` for one that carries nothing). */
+  readonly value: RawBuilder<unknown>;
+  /** A boolean, returned by `claimed` as `resumed`: whether the row carries its records. */
+  readonly resumed: RawBuilder<unknown>;
+  /** `, name AS (…)` CTEs that follow `claimed`, or nothing. */
+  readonly ctes: RawBuilder<unknown>;
 }
 
 /** One claimed row (alias `o`, after the claim's update) as a JSON array (see {@link ClaimJson.fromJson}). */
-export function jsonRowText(json: ClaimJson<unknown>): RawBuilder<unknown> {
+export function jsonRowText(json: ClaimJson<unknown>, extra?: RawBuilder<unknown>): RawBuilder<unknown> {
   const values = [
     encode('id', 'bigint'),
     encode('lease_version', 'integer'),
@@ -43,6 +61,7 @@ export function jsonRowText(json: ClaimJson<unknown>): RawBuilder<unknown> {
     encode('created_at', 'timestamptz'),
     encode('group_key', 'text'),
     ...json.columns.map(([column, type]) => encode(column, type)),
+    ...(extra === undefined ? [] : [extra]),
   ];
   return sql`'[' || ${sql.join(values, sql` || ',' || `)} || ']'`;
 }

@@ -3,7 +3,7 @@ import type { LeasedTable } from '../leased-table.js';
 import { executeCached, type Executor } from './execute.js';
 import { limitClaimCtes, limitWriteCtes } from './lease-claim-limits.js';
 import { toClaimed, type Claimed } from './lease-row.js';
-import { claimedFromChunk, jsonChunks, jsonRowText } from './claim-json.js';
+import { claimedFromChunk, jsonChunks, jsonRowText, type ResumedParts } from './claim-json.js';
 import { versionFilter, type ClaimVersions } from './claim-versions.js';
 import { LEASE_COLUMNS, tableRef } from './table-ref.js';
 
@@ -258,8 +258,12 @@ interface ClaimParts {
   readonly unlimited: RawBuilder<unknown>;
   /** The `ready` source: pending rows due now, by claim order. */
   readonly ready: RawBuilder<unknown>;
-  /** `claimed AS (UPDATE … WHERE o.id = ANY(ARRAY(SELECT id FROM <from>)) RETURNING …)`. */
-  readonly claimed: (from: RawBuilder<unknown>) => RawBuilder<unknown>;
+  /**
+   * `claimed AS (UPDATE … WHERE o.id = ANY(ARRAY(SELECT id FROM <from>)) RETURNING …)`, and the
+   * CTEs that follow it for resumed rows (see ClaimJson.resumed): `resumable` tells the rows that
+   * may carry what their earlier leases recorded.
+   */
+  readonly claimed: (from: RawBuilder<unknown>, resumable: RawBuilder<unknown>) => RawBuilder<unknown>;
 }
 
 // Interpolates `v` only (see executeCached): everything that shapes the text is in `shape`.
@@ -297,7 +301,9 @@ function claimParts(shape: ClaimShape, v: ClaimValues): ClaimParts {
         ) AS r
         LIMIT ${limit}
       )`;
-  const claimed = (from: RawBuilder<unknown>) => sql`claimed AS (
+  const claimed = (from: RawBuilder<unknown>, resumable: RawBuilder<unknown>) => {
+    const resumed = table.claimJson?.resumed?.(table, resumable);
+    return sql`claimed AS (
         UPDATE ${t} AS o
         SET status = 'processing',
             scheduled = false,${shape.table.waits ? sql`
@@ -310,8 +316,9 @@ function claimParts(shape: ClaimShape, v: ClaimValues): ClaimParts {
         -- from a table of some ten thousand was planned as a hash join over a scan of the whole
         -- table (5.8 against 2.6 ms for 250 rows of 20,000)
         WHERE o.id = ANY(ARRAY(SELECT id FROM ${from}))
-        RETURNING ${table.claimJson === undefined ? claimColumns(table, shape.flows) : jsonColumns(table, shape.flows)}
-      )`;
+        RETURNING ${table.claimJson === undefined ? claimColumns(table, shape.flows) : jsonColumns(table, shape.flows, resumed)}
+      )${resumed?.ctes ?? sql``}`;
+  };
   return { t, nameFilter, limit, unlimited, ready, claimed };
 }
 
@@ -322,7 +329,7 @@ function claimParts(shape: ClaimShape, v: ClaimValues): ClaimParts {
 function readyClaimStatement(shape: ClaimShape, v: ClaimValues): RawBuilder<Record<string, unknown>> {
   const { ready, claimed } = claimParts(shape, v);
   return sql<Record<string, unknown>>`
-      WITH ${ready}, ${claimed(sql`ready`)}
+      WITH ${ready}, ${claimed(sql`ready`, READY_RESUMABLE)}
       ${shape.table.claimJson === undefined ? sql`SELECT true AS claimed, claimed.*, ${READY_FIRST} AS ready_first FROM claimed` : jsonSelect()}
     `;
 }
@@ -392,7 +399,7 @@ function claimStatement(shape: ClaimShape, v: ClaimValues): RawBuilder<Record<st
                         ${table.waits ? sql`UNION ALL SELECT * FROM parked` : sql``} ${admitted}) AS candidate
         ORDER BY priority DESC, id
         LIMIT ${limit}
-      ), ${claimed(sql`picked`)}${woken}, ${nextDue}${written}
+      ), ${claimed(sql`picked`, shape.flows ? WHOLE_RESUMABLE_WITH_FLOWS : WHOLE_RESUMABLE)}${woken}, ${nextDue}${written}
       ${table.claimJson === undefined ? rowsWholeSelect(table, shape.flows) : jsonWholeSelect(shape.flows)}
     `;
 }
@@ -446,9 +453,24 @@ function rowsWholeSelect(table: LeasedTable<unknown>, flows: boolean): RawBuilde
 }
 
 /** What a JSON claim's `claimed` CTE returns: what the limits' bookkeeping reads, and the row as JSON (`j`). */
-function jsonColumns(table: LeasedTable<unknown>, flows: boolean): RawBuilder<unknown> {
-  return sql.join([sql`o.id`, sql`o.lease_version`, ...(flows ? [sql`o.flow`, sql`o.flow_key`] : []), sql`${jsonRowText(table.claimJson!)} AS j`]);
+function jsonColumns(table: LeasedTable<unknown>, flows: boolean, resumed: ResumedParts | undefined): RawBuilder<unknown> {
+  return sql.join([
+    sql`o.id`,
+    sql`o.lease_version`,
+    ...(flows ? [sql`o.flow`, sql`o.flow_key`] : []),
+    ...(resumed === undefined ? [] : [sql`${resumed.resumed} AS resumed`]),
+    sql`${jsonRowText(table.claimJson!, resumed?.value)} AS j`,
+  ]);
 }
+
+// Rows that may carry what their earlier leases recorded (ClaimJson.resumed): not one taken over
+// from an expired lease. Its holder may still be writing: a record it commits after this
+// statement's snapshot (its fence holds until this claim's lock) would be missing from what the
+// claim read, so such a run reads its records after the claim, as every run did before.
+// A ready-only claim takes pending rows alone.
+const READY_RESUMABLE = sql`true`;
+const WHOLE_RESUMABLE = sql`NOT o.id = ANY(ARRAY(SELECT id FROM expired))`;
+const WHOLE_RESUMABLE_WITH_FLOWS = sql`NOT o.id = ANY(ARRAY(SELECT id FROM expired)) AND NOT o.id = ANY(ARRAY(SELECT id FROM flow_expired))`;
 
 // the claimed rows as JSON chunks (`rows`), a protocol row each
 function jsonSelect(): RawBuilder<unknown> {

@@ -1,5 +1,10 @@
+import { sql } from 'kysely';
 import type { TaskRow } from '../leased-table.js';
+import type { Claimed } from './lease-row.js';
 import { jsonDate, type ClaimJson } from './claim-json.js';
+import { claimedRecords, recordedFromJson } from './claimed-records.js';
+import { tableRef } from './table-ref.js';
+import { stepTableRef } from './task-steps.js';
 
 /**
  * Claims of core's task table send their rows as JSON (see `claim-json.ts`), each mapped in one
@@ -17,7 +22,8 @@ export const TASK_CLAIM_JSON: ClaimJson<TaskRow> = {
     ['available_at', 'timestamptz'],
     ['parent_id', 'bigint'],
   ],
-  fromJson: (v, owner) => ({
+  fromJson: (v, owner) => {
+    const row: Claimed<TaskRow> = {
     name: v[7] as string,
     payload: v[8],
     priority: v[9] as number,
@@ -35,5 +41,30 @@ export const TASK_CLAIM_JSON: ClaimJson<TaskRow> = {
     leaseOwner: owner,
     leaseUntil: jsonDate(v[4]) as Date,
     createdAt: jsonDate(v[5]) as Date,
-  }),
+    };
+    if (v[16] !== null && v[16] !== undefined) claimedRecords.set(row, recordedFromJson(v[16] as readonly (readonly unknown[])[]));
+    return row;
+  },
+  // A workflow run resumed where a parked, failed or released lease left off carries what it
+  // recorded, read by the claim (it starts without a replay read of its own), and the claim closes
+  // its sleep whose wake time has passed, as that read would have (taskStepsReadMany). Only for a
+  // row no other lease took between this statement's snapshot and its lock (the row's version in
+  // the snapshot is the one before the claim's): records that lease wrote would be missing here.
+  resumed: (table, resumable) => {
+    const steps = stepTableRef(table);
+    const resumed = sql`(o.lease_version > 1 AND ${resumable} AND o.lease_version = (SELECT x.lease_version FROM ${tableRef(table)} AS x WHERE x.id = o.id) + 1)`;
+    return {
+      resumed,
+      value: sql`CASE WHEN ${resumed} THEN coalesce((
+          SELECT json_agg(json_build_array(p.name, p.done OR (p.kind = 'sleep' AND p.wake_at <= now()), p.result, p.result IS NULL, p.position, p.kind))::text
+          FROM ${steps} AS p WHERE p.task_id = o.id), '[]') ELSE 'null' END`,
+      // by the steps' primary key, one probe per resumed run: never a join that could scan them
+      ctes: sql`, resumed_slept AS (
+        UPDATE ${steps} AS p SET done = true, lease_version = (SELECT c.lease_version FROM claimed AS c WHERE c.id = p.task_id), done_at = now()
+        WHERE p.task_id = ANY(ARRAY(SELECT c.id FROM claimed AS c WHERE c.resumed))
+          AND p.kind = 'sleep' AND NOT p.done AND p.wake_at <= now()
+        RETURNING 1
+      )`,
+    };
+  },
 };

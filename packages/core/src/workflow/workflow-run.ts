@@ -30,6 +30,7 @@ import { eventKey, type EventDefinition } from './define-event.js';
 import { recordedJson } from './json-value.js';
 import { parkRecorder } from './park-recorder.js';
 import { replayReader } from './replay-reader.js';
+import { claimedRecords } from '../sql/claimed-records.js';
 import { stepRecorder } from './step-recorder.js';
 import { callWithRetry, stepRetryPolicy, type StepOptions } from './step-retry.js';
 import type { TaskRef } from './task-ref.js';
@@ -368,8 +369,10 @@ export class WorkflowRun {
     const task = this.#task;
     // Every record is written under a lease, and a task's first claim is lease_version 1: a run
     // claimed at 1 has recorded nothing, and need not ask.
+    // A run resumed after a park, a failure or a release has its records from the claim.
+    const fromClaim = task.leaseVersion === 1 ? new Map<string, RecordedStep>() : claimedRecords.get(task);
     const recorded: Promise<ReadonlyMap<string, RecordedStep>> =
-      task.leaseVersion === 1 ? Promise.resolve(new Map()) : replayReader(this.#pool, this.#table).submit({ id: task.id, leaseVersion: task.leaseVersion });
+      fromClaim !== undefined ? Promise.resolve(fromClaim) : replayReader(this.#pool, this.#table).submit({ id: task.id, leaseVersion: task.leaseVersion });
     return (this.#records = recorded.then((steps) => (this.#loaded = new Replay(steps))));
   }
 
