@@ -7,7 +7,7 @@
 import type pg from 'pg';
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
-import { cancelTask, createWorker, defineSignal, defineTask, enqueue, enqueueMany, sendSignal, SuspendedError, taskTable, type TaskContext } from '@leasehold/core';
+import { cancelTask, createWorker, defineSignal, defineTask, enqueue, enqueueMany, getTask, sendSignal, SuspendedError, taskTable, type TaskContext } from '@leasehold/core';
 import { leaseClaim } from '@leasehold/core/internal';
 import { RUNNER_CONTROL, type HandlerContext } from '../../packages/core/src/worker/handler-context.js';
 import { WorkflowRun } from '../../packages/core/src/workflow/workflow-run.js';
@@ -345,6 +345,37 @@ describe('a run taken over from an expired lease', () => {
     expect(ran).toBe(1);
     expect(sent.filter((q) => REPLAY_READ.test(q)).length).toBe(1);
     expect(await readTask(t.db, id)).toMatchObject({ status: 'done', attempts: 2 });
+  });
+});
+
+describe('the timeline after a takeover and a wake', () => {
+  it('shows each call once, at its position, under the lease that recorded it', async () => {
+    const def = defineTask('park-write-timeline', {
+      handler: async (_p: Record<string, never>, ctx: TaskContext) => {
+        await ctx.step('a', () => 'a');
+        await ctx.sleep('nap', '100ms');
+        await ctx.step('b', () => 'b');
+      },
+    });
+    // the first lease records 'a' and stalls; a worker takes the run over, sleeps, is woken
+    const { id, run } = await claimedRun(t.pool, def as unknown as typeof flow);
+    await run.step('a', () => 'a');
+    await sql`UPDATE leasehold.task SET lease_until = now() - interval '1 second' WHERE id = ${id}`.execute(t.db);
+    const worker = track(createWorker({ pool: t.pool, tasks: [def], pollInterval: 20 }));
+    const done = new Promise<void>((resolve) => worker.on('task:succeeded', ({ task }) => void (task.id === id && resolve())));
+    await worker.start();
+    await done;
+    await worker.stop();
+    const info = (await getTask(t.pool, id))!;
+    const steps = info.timeline.filter((e) => e.type === 'step');
+    expect(steps.map((e) => [e.name, e.kind, e.position, e.done, e.leaseVersion])).toEqual([
+      ['a', 'step', 0, true, 1], // the first lease's
+      ['nap', 'sleep', 1, true, 3], // opened by the takeover (2), closed by the claim that woke it (3)
+      ['b', 'step', 2, true, 3],
+    ]);
+    const nap = steps[1]!;
+    expect(nap.doneAt!.getTime()).toBeGreaterThanOrEqual(nap.wakeAt!.getTime());
+    expect(info.status).toBe('done');
   });
 });
 
