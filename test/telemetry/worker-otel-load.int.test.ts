@@ -22,7 +22,7 @@ async function runChild(mode: 'none' | 'sdk-before-start'): Promise<{ apiLoaded:
 }
 
 describe('a worker and the OpenTelemetry API', () => {
-  it('without an SDK registered, runs its tasks without loading the API', async () => {
+  it('without an SDK registered, runs its tasks and their workflow steps without loading the API', async () => {
     await enqueue(t.pool, task, { n: 1 });
     expect(await runChild('none')).toEqual({ apiLoaded: false, spans: [] });
   });
@@ -31,6 +31,6 @@ describe('a worker and the OpenTelemetry API', () => {
     await enqueue(t.pool, task, { n: 2 });
     const seen = await runChild('sdk-before-start');
     expect(seen.apiLoaded).toBe(true);
-    expect(seen.spans).toEqual(['process otel-probe']);
+    expect(seen.spans).toEqual(['step probe', 'process otel-probe']);
   });
 });
