@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../fixtures.js';
 import { useWorkers } from '../workers.js';
 import { launchBrowser, type TestBrowser } from './browser.js';
-import { axeViolations, pageOverflow } from './run-page-axe.js';
+import { axeViolations, pageOverflow } from './axe.js';
 
 const t = useTestDatabase();
 const track = useWorkers();

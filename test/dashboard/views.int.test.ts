@@ -2,8 +2,6 @@
 // fencing token, checkpoint and error; an outbox aggregate blocked by its dead head; payloads
 // through the user's redact function; flow-control limits; and every main view on a phone-sized
 // screen.
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { createWorker, defineLimit, defineTask, enqueueMany, migrate } from '@leasehold/core';
 import { createOutbox } from '@leasehold/outbox';
 import { startDashboard, type RedactContext, type RunningDashboard } from '@leasehold/dashboard';
@@ -12,6 +10,7 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { insertTasks, useTestDatabase } from '../fixtures.js';
 import { useWorkers } from '../workers.js';
+import { axeViolations } from './axe.js';
 import { launchBrowser, type TestBrowser } from './browser.js';
 
 const t = useTestDatabase();
@@ -233,17 +232,6 @@ describe('a narrow screen (390 px)', () => {
   });
 });
 
-// axe-core, the accessibility engine browsers' audits use, run inside the page (through the
-// DevTools protocol, which the page's CSP does not govern)
-const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-
-interface AxeViolation {
-  id: string;
-  impact: string | null;
-  help: string;
-  nodes: Array<{ target: string[] }>;
-}
-
 describe('accessibility', () => {
   it('has no WCAG 2.1 A / AA violations axe-core can find on the main views, in light and dark', async () => {
     const [dead] = await insertTasks(t.db, 1, { name: 'a11y.mail', status: 'dead', groupKey: 'a11y-group', attempts: 3, maxAttempts: 3 });
@@ -254,16 +242,10 @@ describe('accessibility', () => {
     await sql`INSERT INTO leasehold.task_worker (owner, accepts) VALUES ('a11y-worker', '{"other": [1]}')`.execute(t.db);
     const views = ['/', '/tasks', '/tasks?status=dead', `/tasks/${dead}`, '/dead', '/outbox', '/outbox/group?key=order%3AA-a11y', '/schedules', '/limits', '/versions'];
     const found: string[] = [];
-    for (const scheme of ['light', 'dark'] as const) {
-      for (const path of views) {
-        const page = await open(path);
-        await page.emulateMedia({ colorScheme: scheme });
-        const result = (await page.evaluate(`${AXE};
-          axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } })
-            .then((r) => r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => ({ target: n.target })) })))`)) as AxeViolation[];
-        for (const v of result) found.push(`${scheme} ${path}: ${v.id} (${v.impact}) ${v.help} — ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(', ')}`);
-        await page.close();
-      }
+    for (const path of views) {
+      const page = await open(path);
+      found.push(...(await axeViolations(page)));
+      await page.close();
     }
     expect(found).toEqual([]);
   });

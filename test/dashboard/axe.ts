@@ -1,6 +1,6 @@
-// axe-core run inside a page (through the DevTools protocol, which the page's CSP does not
-// govern), in the light and the dark scheme: the run page's browser tests expect no WCAG 2.1 A /
-// AA violation it can find.
+// axe-core, the accessibility engine browsers' audits use, run inside a page (through the
+// DevTools protocol, which the page's CSP does not govern), in the light and the dark scheme: the
+// dashboard's browser tests expect no WCAG 2.1 A / AA violation it can find.
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { Page } from 'playwright-core';
