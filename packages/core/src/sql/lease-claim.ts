@@ -470,7 +470,7 @@ function jsonColumns(table: LeasedTable<unknown>, flows: boolean, resumed: Resum
 // A ready-only claim takes pending rows alone.
 const READY_RESUMABLE = sql`true`;
 const WHOLE_RESUMABLE = sql`NOT o.id = ANY(ARRAY(SELECT id FROM expired))`;
-const WHOLE_RESUMABLE_WITH_FLOWS = sql`NOT o.id = ANY(ARRAY(SELECT id FROM expired)) AND NOT o.id = ANY(ARRAY(SELECT id FROM flow_expired))`;
+const WHOLE_RESUMABLE_WITH_FLOWS = sql`${WHOLE_RESUMABLE} AND NOT o.id = ANY(ARRAY(SELECT id FROM flow_expired))`;
 
 // the claimed rows as JSON chunks (`rows`), a protocol row each
 function jsonSelect(): RawBuilder<unknown> {
