@@ -165,10 +165,13 @@ export class TaskRunner<Row> implements HeldBy<Row> {
     // rows under a limit hold its slot or a spent start from their claim: they go ahead of the buffer
     const first = firstIds === undefined || firstIds === null || firstIds.length === 0 ? undefined : new Set(firstIds);
     const ahead: Held<Row>[] = [];
+    const tel = this.#tel;
+    // the claim's rows arrived together: one clock reading dates them all (queue wait)
+    const acceptedAt = tel === undefined ? 0 : performance.now();
     for (const task of tasks) {
       const h = new Held(this, task, options.settingsFor(task));
       this.#held.add(h);
-      if (this.#tel !== undefined) h.tel = this.#tel.claimed(task);
+      if (tel !== undefined) h.tel = tel.claimed(task, acceptedAt);
       if (claimedListened) safeEmit(emitter, 'task:claimed', { task });
       if (!this.#p.running()) {
         h.abort(new ShutdownError());
@@ -426,8 +429,10 @@ export class TaskRunner<Row> implements HeldBy<Row> {
       h.tel?.settle('released');
       return;
     }
-    if (status === 'done' && h.tel === undefined) {
+    if (status === 'done') {
+      // what nearly every task does: no clock reading unless someone listens
       if (listened(emitter, 'task:succeeded')) safeEmit(emitter, 'task:succeeded', { task, durationMs: performance.now() - h.startedAt });
+      h.tel?.settle('succeeded');
       return;
     }
     emitOutcome(emitter, log, task, outcome, h.transition, status, performance.now() - h.startedAt);
