@@ -49,7 +49,7 @@ export interface BenchConfig {
 export const USAGE = `usage: npm run bench -- [--quick] [--rounds N] [--only w1,w2] [--json FILE] [--explain]
                         [--database NAME] [--keep-database]
 env: DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test): the server; the bench
-     creates (and afterwards drops) its own database there, leasehold_bench by default.`;
+     creates (and afterwards drops) its own database there, leasehold_bench_<pid> by default.`;
 
 function envInt(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
   const value = env[name] === undefined ? fallback : Number(env[name]);
@@ -66,7 +66,9 @@ export function parseBenchArgs(argv: readonly string[], env: NodeJS.ProcessEnv):
       only: { type: 'string' },
       json: { type: 'string' },
       explain: { type: 'boolean', default: false },
-      database: { type: 'string', default: 'leasehold_bench' },
+      // one per run: a run drops its database WITH (FORCE) at its start and end, so two runs on
+      // one server sharing a name would cut each other's connections
+      database: { type: 'string', default: `leasehold_bench_${process.pid}` },
       'keep-database': { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
     },
