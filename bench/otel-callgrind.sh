@@ -5,6 +5,9 @@
 # its instructions per task, start-up and warm-up cancelled out. Node runs with --predictable (V8
 # single-threaded: no concurrent compiler or GC threads whose timing varies), without which two
 # identical runs differ by tens of millions of instructions; with it, by about 0.1 million.
+# Still only for orientation: between task counts GC's timing moves the per-task figure by
+# thousands of instructions (on 2026-12-05, `base` and `ours` without an SDK, the same code,
+# came out 8,000 apart); the GC trace of otel-ours.ts's runs is the steadier comparison.
 #
 #   bench/otel-callgrind.sh                     # base, floor and ours with the SDK
 #   BENCH_OTEL_PARTS=none bench/otel-callgrind.sh base ours
