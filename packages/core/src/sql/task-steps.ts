@@ -2,7 +2,7 @@ import { sql, type RawBuilder } from 'kysely';
 import type { RecordKind } from '../errors.js';
 import type { LeasedTable } from '../leased-table.js';
 import type { LeaseToken } from '../primitives.js';
-import { execute, type Executor } from './execute.js';
+import { execute, executeCached, type Executor } from './execute.js';
 import { byPrimaryKey, fence } from './fence.js';
 import { tableRef } from './table-ref.js';
 
@@ -159,21 +159,37 @@ export interface StepRecord {
  * token. Returns the steps written, as `task_id/name` keys.
  */
 export async function taskStepRecordMany(executor: Executor, table: LeasedTable<unknown>, steps: readonly StepRecord[]): Promise<Set<string>> {
-  const t = tableRef(table);
-  const rows = await execute<{ task_id: string; name: string }>(
+  const values = {
+    ids: steps.map((s) => s.taskId),
+    versions: steps.map((s) => s.leaseVersion),
+    names: steps.map((s) => s.name),
+    results: steps.map((s) => s.resultJson),
+    positions: steps.map((s) => s.position),
+  };
+  // compiled once per table: a workflow's every step sends it (Kysely's compile and the text's
+  // statement name cost some 10 % of a step's worker CPU when rebuilt per call)
+  const rows = await executeCached<{ task_id: string; name: string }, typeof values>(
     executor,
-    sql`
+    `taskStepRecordMany:${table.schema}.${table.table}`,
+    (v) => stepRecordStatement(table, v),
+    values,
+    // prepared: a batch holds at most one step per running handler, so a generic plan fits it
+  );
+  return new Set(rows.map((r) => `${r.task_id}/${r.name}`));
+}
+
+// Interpolates `v` only (see executeCached): the text depends on the table alone.
+function stepRecordStatement(table: LeasedTable<unknown>, v: { ids: unknown; versions: unknown; names: unknown; results: unknown; positions: unknown }): RawBuilder<{ task_id: string; name: string }> {
+  return sql<{ task_id: string; name: string }>`
       WITH input AS (
-        SELECT * FROM unnest(${steps.map((s) => s.taskId)}::bigint[], ${steps.map((s) => s.leaseVersion)}::bigint[],
-                             ${steps.map((s) => s.name)}::text[], ${steps.map((s) => s.resultJson)}::jsonb[],
-                             ${steps.map((s) => s.position)}::int[])
+        SELECT * FROM unnest(${v.ids}::bigint[], ${v.versions}::bigint[], ${v.names}::text[], ${v.results}::jsonb[], ${v.positions}::int[])
                       AS u(task_id, version, name, result, position)
       ), f AS (
         -- the fence: each task's row locked while it is processing; its token is compared below,
         -- against the row as locked (the latest version). By primary key, as in the fenced
         -- writes (see byPrimaryKey): planned on the processing rows' index with statistics taken
         -- while they were pending, 16 steps among 51,000 tasks in flight took 355 ms
-        SELECT l.id, l.lease_version FROM ${t} AS l
+        SELECT l.id, l.lease_version FROM ${tableRef(table)} AS l
         WHERE ${byPrimaryKey('l', 'input', 'processing', 'task_id')}
         ORDER BY l.id FOR NO KEY UPDATE
       )
@@ -185,10 +201,7 @@ export async function taskStepRecordMany(executor: Executor, table: LeasedTable<
             position = coalesce(s.position, excluded.position), kind = coalesce(s.kind, excluded.kind)
         WHERE NOT s.done
       RETURNING s.task_id, s.name
-    `,
-    // prepared: a batch holds at most one step per running handler, so a generic plan fits it
-  );
-  return new Set(rows.map((r) => `${r.task_id}/${r.name}`));
+    `;
 }
 
 /**
