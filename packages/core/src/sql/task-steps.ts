@@ -98,21 +98,20 @@ export async function taskStepRecord(
   resultJson: string | null,
   place: RecordPlace,
 ): Promise<boolean> {
-  const rows = await execute<{ ok: number }>(
-    executor,
-    sql`
+  const values = { id: token.id, version: token.leaseVersion, name, resultJson, position: place.position, kind: place.kind };
+  // compiled once per table (see taskStepRecordMany): every database step and spawn sends it
+  const rows = await executeCached<{ ok: number }, typeof values>(executor, `taskStepRecord:${table.schema}.${table.table}`, (v) => sql<{ ok: number }>`
       WITH f AS (
-        SELECT t.id FROM ${tableRef(table)} AS t WHERE ${fence('t', token.id, token.leaseVersion)} FOR NO KEY UPDATE
+        SELECT t.id FROM ${tableRef(table)} AS t WHERE ${fence('t', v.id, v.version)} FOR NO KEY UPDATE
       )
       INSERT INTO ${stepTableRef(table)} AS s (task_id, name, done, result, lease_version, done_at, position, kind)
-      SELECT f.id, ${name}::text, true, ${resultJson}::jsonb, ${token.leaseVersion}::bigint, now(), ${place.position}::int, ${place.kind}::text FROM f
+      SELECT f.id, ${v.name}::text, true, ${v.resultJson}::jsonb, ${v.version}::bigint, now(), ${v.position}::int, ${v.kind}::text FROM f
       ON CONFLICT (task_id, name) DO UPDATE
         SET done = true, result = excluded.result, lease_version = excluded.lease_version, done_at = now(),
             position = coalesce(s.position, excluded.position), kind = coalesce(s.kind, excluded.kind)
         WHERE NOT s.done
       RETURNING 1 AS ok
-    `,
-  );
+    `, values);
   return rows.length === 1;
 }
 
