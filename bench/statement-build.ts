@@ -1,7 +1,7 @@
 // What building a hot statement costs in the worker, before it reaches the database: the step
-// record a workflow's every `ctx.step` sends (issue 35; `ctx.dbStep`'s, taskStepRecord, is built the
-// same way), handed to an executor that answers at
-// once. A measurement, not a test: it prints numbers and asserts nothing.
+// record a workflow's every `ctx.step` sends (issue 35; `ctx.dbStep`'s, taskStepRecord, is built
+// the same way), handed to an executor that answers at once. A measurement, not a test: it
+// prints numbers and asserts nothing.
 //   npx tsx --conditions=@leasehold/source bench/statement-build.ts
 import { taskTable } from '@leasehold/core';
 import { taskStepRecordMany } from '@leasehold/core/internal';
