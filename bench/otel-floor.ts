@@ -7,39 +7,20 @@
 //
 //   npx tsx bench/otel-floor.ts            # traces and metrics
 //   BENCH_OTEL_PARTS=traces npx tsx bench/otel-floor.ts
-import { context, metrics, propagation, ROOT_CONTEXT, SpanKind, trace } from '@opentelemetry/api';
+import { floorCalls } from './lib/otel-floor-calls.js';
 import { registerBenchOtel } from './lib/otel-sdk.js';
 
 const TASKS = 100_000;
 const WARM_UP = 20_000;
 
 registerBenchOtel();
-const tracer = trace.getTracer('otel-floor');
-const meter = metrics.getMeter('otel-floor');
-const wait = meter.createHistogram('floor.wait', { unit: 's' });
-const handler = meter.createHistogram('floor.handler', { unit: 's' });
-const series = Object.freeze({ 'messaging.system': 'leasehold', 'messaging.destination.name': 'noop', 'leasehold.table': 'leasehold.task' });
-const spanOptions = Object.freeze({
-  kind: SpanKind.CONSUMER,
-  attributes: Object.freeze({ ...series, 'messaging.operation.name': 'process', 'messaging.operation.type': 'process' }),
-});
 const carrier = { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' };
 const parts = process.env.BENCH_OTEL_PARTS ?? 'traces,metrics';
+const oneTaskCalls = floorCalls(parts);
+const noop = async (): Promise<void> => undefined;
 
-async function oneTask(i: number): Promise<void> {
-  if (parts.includes('traces')) {
-    const parent = propagation.extract(ROOT_CONTEXT, carrier);
-    const span = tracer.startSpan('process noop', spanOptions, parent);
-    span.setAttribute('messaging.message.id', String(i));
-    span.setAttribute('leasehold.attempt', 1);
-    await context.with(trace.setSpan(parent, span), async () => undefined);
-    span.setAttribute('leasehold.outcome', 'succeeded');
-    span.end();
-  }
-  if (parts.includes('metrics')) {
-    wait.record(0.001, series);
-    handler.record(0.0001, series);
-  }
+function oneTask(i: number): Promise<void> {
+  return oneTaskCalls(String(i), 1, carrier, noop, undefined);
 }
 
 async function run(tasks: number): Promise<void> {

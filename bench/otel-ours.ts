@@ -21,7 +21,6 @@
 // process (OTEL_OURS_MODE), no report.
 import type { EventEmitter } from 'eventemitter3';
 import type pg from 'pg';
-import { context, metrics, propagation, ROOT_CONTEXT, SpanKind, trace } from '@opentelemetry/api';
 import { taskTable, type TaskRow } from '../packages/core/src/leased-table.js';
 import type { ClaimJson } from '../packages/core/src/sql/claim-json.js';
 import type { Claimed } from '../packages/core/src/sql/lease-row.js';
@@ -33,6 +32,7 @@ import { normalizeLeaseWorkerOptions } from '../packages/core/src/worker/lease-w
 import { TaskRunner } from '../packages/core/src/worker/task-runner.js';
 import type { TrackedPool } from '../packages/core/src/worker/tracked-pool.js';
 import { WorkerLog } from '../packages/core/src/worker/worker-log.js';
+import { floorCalls } from './lib/otel-floor-calls.js';
 import { registerBenchOtel } from './lib/otel-sdk.js';
 
 const parts = process.env.BENCH_OTEL_PARTS ?? 'traces,metrics';
@@ -73,33 +73,8 @@ const naming: TelemetryNaming<TaskRow> = {
 const noop = async (_task: Row): Promise<void> => undefined;
 
 // the SDK calls alone, as otel-floor.ts makes them, around the handler
-const tracer = trace.getTracer('otel-floor');
-const meter = metrics.getMeter('otel-floor');
-const waitHistogram = meter.createHistogram('floor.wait', { unit: 's' });
-const handlerHistogram = meter.createHistogram('floor.handler', { unit: 's' });
-const series = Object.freeze({ 'messaging.system': 'leasehold', 'messaging.destination.name': 'noop', 'leasehold.table': 'leasehold.task' });
-const spanOptions = Object.freeze({
-  kind: SpanKind.CONSUMER,
-  attributes: Object.freeze({ ...series, 'messaging.operation.name': 'process', 'messaging.operation.type': 'process' }),
-});
-const traces = parts.includes('traces');
-const metered = parts.includes('metrics');
-async function floorHandler(task: Row): Promise<void> {
-  const startedAt = performance.now();
-  if (traces) {
-    const parent = propagation.extract(ROOT_CONTEXT, task);
-    const span = tracer.startSpan('process noop', spanOptions, parent);
-    span.setAttribute('messaging.message.id', task.id);
-    span.setAttribute('leasehold.attempt', task.attempts);
-    await context.with(trace.setSpan(parent, span), noop, undefined, task);
-    span.setAttribute('leasehold.outcome', 'succeeded');
-    span.end();
-  } else await noop(task);
-  if (metered) {
-    waitHistogram.record(0.001, series);
-    handlerHistogram.record((performance.now() - startedAt) / 1000, series);
-  }
-}
+const floor = floorCalls(parts);
+const floorHandler = (task: Row): Promise<void> => floor(task.id, task.attempts, task, noop, task);
 
 /** A runner whose fenced writes all win, answered after each claim's handlers ran. */
 async function runner(handle: (task: Row) => Promise<void>, telemetry: boolean) {
