@@ -50,6 +50,40 @@ describe('a concurrency limit', () => {
     expect((await claimUnder(['api'])).claimed).toHaveLength(1);
   });
 
+  it('a claim looks at listed leases only as far as it needs room, past the ones still running', async () => {
+    const limit = defineLimit('api', { concurrency: 3 });
+    const task = taskUnder('call-api', limit);
+    await register(limit, ['call-api']);
+    await enqueueMany(t.pool, task, items(8));
+    const [a, b, c] = [...(await claimUnder(['api'], 1)).claimed, ...(await claimUnder(['api'], 1)).claimed, ...(await claimUnder(['api'], 1)).claimed];
+    expect((await claimUnder(['api'], 1)).claimed).toHaveLength(0);
+    // the newest lease ends: a claim of one finds its slot behind the two that still run
+    await finish([c!]);
+    expect((await claimUnder(['api'], 1)).claimed).toHaveLength(1);
+    expect((await claimUnder(['api'])).claimed).toHaveLength(0);
+    // two end while the list has room for none: a claim of 16 finds both, and no more
+    await finish([a!, b!]);
+    expect((await claimUnder(['api'])).claimed).toHaveLength(2);
+    const [row] = await limitList(t.pool);
+    expect(row!.running).toBe(3);
+    const processing = await sql<{ n: string }>`SELECT count(*) AS n FROM leasehold.task WHERE status = 'processing'`.execute(t.db);
+    expect(Number(processing.rows[0]!.n)).toBe(3);
+  });
+
+  it('a finished task purged while it was still listed frees its slot', async () => {
+    const limit = defineLimit('api', { concurrency: 2 });
+    const task = taskUnder('call-api', limit);
+    await register(limit, ['call-api']);
+    await enqueueMany(t.pool, task, items(4));
+    const first = await claimUnder(['api']);
+    expect(first.claimed).toHaveLength(2);
+    await finish(first.claimed.slice(0, 1));
+    // retention deletes finished rows, whatever the limit's list still says
+    await sql`DELETE FROM leasehold.task WHERE id = ${first.claimed[0]!.id}`.execute(t.db);
+    expect((await claimUnder(['api'])).claimed).toHaveLength(1);
+    expect((await claimUnder(['api'])).claimed).toHaveLength(0);
+  });
+
   it('rows under a limit are left alone by a claim that does not serve it', async () => {
     const limit = defineLimit('api', { concurrency: 5 });
     const limited = taskUnder('limited', limit);

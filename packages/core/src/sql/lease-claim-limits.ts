@@ -37,11 +37,14 @@ const READY = sql`c.status = 'pending' AND NOT c.blocked AND NOT c.scheduled`;
  * claim's UPDATE (`claimed`, which must return `flow` and `flow_key`) has run, `flow_written`.
  *
  * Reads, per served limit with rows waiting: its `<table>_limit` row, locked (`FOR UPDATE`, in
- * name order, so claims of one limit take turns and never deadlock), and each slot holder's row by
- * its primary key; then, only while the limit has room, one index probe per key with ready rows
+ * name order, so claims of one limit take turns and never deadlock), and slot holders' rows by
+ * their primary keys (all of them, or for a limit of concurrency alone only as far down the list
+ * as the room it asks for takes: see flow_need); then, only while the limit has room, for a limit
+ * with a per-key bound (or an expired lease to take over) one index probe per key with ready rows
  * (however many rows wait behind it) and, for the keys that rank first, their first rows up to the
- * key's room (the r-th key at most batch - r + 1). A limit or key without room reads none of its
- * rows. Locks only the rows it admits (`FOR UPDATE SKIP LOCKED`), and the due rows it promotes.
+ * key's room (the r-th key at most batch - r + 1), and for any other limit its first ready rows up
+ * to its room. A limit or key without room reads none of its rows. Locks only the rows it admits
+ * (`FOR UPDATE SKIP LOCKED`), and the due rows it promotes.
  */
 export function limitClaimCtes(p: LimitClaimParts): RawBuilder<unknown> {
   const { t, limit, nameFilter, flows, flowBatch } = p;
@@ -64,13 +67,18 @@ export function limitClaimCtes(p: LimitClaimParts): RawBuilder<unknown> {
       ), flow_active AS (
         -- served limits with a row to take, as far as this snapshot shows: only these are locked
         -- (each probe a scalar subquery ordered as its index is: EXISTS drops the ORDER BY, and
-        -- the planner may then scan the table for a first match)
-        SELECT f.name FROM ${lt} AS f
-        WHERE f.name = ANY(${flows}::text[])
-          AND ((SELECT true FROM ${t} AS c WHERE c.flow = f.name AND ${READY}
-                ORDER BY c.flow_key, c.priority DESC, c.id LIMIT 1)
-               OR (SELECT true FROM ${t} AS c WHERE c.flow = f.name AND c.status = 'processing'
-                   AND c.lease_until < now() AND c.attempts < c.max_attempts ORDER BY c.lease_until LIMIT 1))
+        -- the planner may then scan the table for a first match); lapsed: an expired lease waits
+        -- under the limit, and its task needs its slot seen free (see flow_need)
+        SELECT a.name, a.lapsed FROM (
+          SELECT f.name,
+                 coalesce((SELECT true FROM ${t} AS c WHERE c.flow = f.name AND ${READY}
+                           ORDER BY c.flow_key, c.priority DESC, c.id LIMIT 1), false) AS ready,
+                 coalesce((SELECT true FROM ${t} AS c WHERE c.flow = f.name AND c.status = 'processing'
+                           AND c.lease_until < now() AND c.attempts < c.max_attempts ORDER BY c.lease_until LIMIT 1), false) AS lapsed
+          FROM ${lt} AS f
+          WHERE f.name = ANY(${flows}::text[])
+        ) AS a
+        WHERE a.ready OR a.lapsed
       ), flow_limits AS (
         -- waits for the claim of the same limit before it, if any: then reads its bookkeeping as
         -- that claim committed it (a locking read returns the latest row version)
@@ -80,24 +88,46 @@ export function limitClaimCtes(p: LimitClaimParts): RawBuilder<unknown> {
         -- read once every lock is granted: each claim of a limit stamps its starts no earlier than
         -- the claim before it, so the sliding window counts every start it must
         SELECT date_part('epoch', clock_timestamp()) * 1000 AS at FROM (SELECT count(*) FROM flow_limits) AS locked
-      ), flow_listed AS (
-        -- each listed lease, by its row: whether its claim committed after this statement's
-        -- snapshot (the row still shows an older version here), and whether it is still processing
-        -- under that version, and running
-        -- (one primary-key lookup per entry, whatever the planner guesses)
-        SELECT l.name AS flow, h.id, h.version, h.key, s.later, s.open, s.running
-        FROM flow_limits AS l CROSS JOIN LATERAL unnest(l.holder_ids, l.holder_versions, l.holder_keys) AS h(id, version, key)
+      ), flow_need AS (
+        -- how many listed leases that hold no slot this claim looks for (null: it checks them
+        -- all). A limit of concurrency alone needs only enough to make room for the claim's rows,
+        -- none while its list has that room; the rest stay counted as holding, which can only
+        -- start fewer. Leases are looked for in list order, oldest claim first: those are the
+        -- likeliest to be over. Every lease is checked when the limit counts per key (a key's
+        -- count must not keep a finished lease), and while an expired lease waits under the
+        -- limit (its task needs its slot seen free to run again)
+        SELECT l.name AS flow,
+               CASE WHEN l.concurrency IS NULL OR l.concurrency_per_key IS NOT NULL OR a.lapsed THEN NULL
+                    ELSE greatest(0, ${flowBatch}::int - (l.concurrency - cardinality(l.holder_ids))) END AS n
+        FROM flow_limits AS l JOIN flow_active AS a ON a.name = l.name
+      ), flow_freed AS (
+        -- listed leases that hold no slot, found by their rows (one primary-key lookup per entry
+        -- looked at, whatever the planner guesses; the look stops once it has found flow_need's
+        -- count): neither still running under that version, nor claimed after this statement's
+        -- snapshot (the row still shows an older version here). open: still processing under
+        -- that version, its lease expired (see limitWriteCtes)
+        SELECT n.flow, x.id, x.version, x.key, x.open
+        FROM flow_need AS n JOIN flow_limits AS l ON l.name = n.flow
         CROSS JOIN LATERAL (
-          SELECT r.lease_version < h.version AS later,
-                 r.lease_version = h.version AND r.status = 'processing' AS open,
-                 r.lease_version = h.version AND r.status = 'processing' AND r.lease_until >= now() AS running
-          FROM ${t} AS r WHERE r.id = h.id
-        ) AS s
+          SELECT h.id, h.version, h.key, coalesce(s.open, false) AS open
+          FROM unnest(l.holder_ids, l.holder_versions, l.holder_keys) AS h(id, version, key)
+          -- (a row no longer there, purged after it finished, holds nothing)
+          LEFT JOIN LATERAL (
+            SELECT r.lease_version < h.version AS later,
+                   r.lease_version = h.version AND r.status = 'processing' AS open,
+                   r.lease_version = h.version AND r.status = 'processing' AND r.lease_until >= now() AS running
+            FROM ${t} AS r WHERE r.id = h.id
+          ) AS s ON true
+          WHERE s.later IS NOT TRUE AND s.running IS NOT TRUE
+          LIMIT n.n
+        ) AS x
       ), flow_holders AS (
-        -- the slots held now: a lease still running, or one whose claim committed after this
-        -- statement's snapshot. A finished row, an expired lease and a lease taken over since hold
-        -- none (an expired one stays listed, see limitWriteCtes)
-        SELECT flow, id, version, key FROM flow_listed WHERE later OR running
+        -- the slots held now: every listed lease but those found above (a finished row, an
+        -- expired lease and a lease taken over since hold none; an expired one stays listed, see
+        -- limitWriteCtes), in list order
+        SELECT l.name AS flow, h.id, h.version, h.key
+        FROM flow_limits AS l CROSS JOIN LATERAL unnest(l.holder_ids, l.holder_versions, l.holder_keys) AS h(id, version, key)
+        WHERE NOT EXISTS (SELECT 1 FROM flow_freed AS f WHERE f.flow = l.name AND f.id = h.id AND f.version = h.version)
       ), flow_starts AS (
         -- starts still inside a window: of the limit's rate, or of its per-key rate
         SELECT l.name AS flow, s.at, s.key,
@@ -107,13 +137,16 @@ export function limitClaimCtes(p: LimitClaimParts): RawBuilder<unknown> {
         CROSS JOIN LATERAL unnest(l.start_at, l.start_keys) AS s(at, key)
         WHERE s.at > k.at - greatest(coalesce(l.rate_period_ms, 0), coalesce(l.rate_per_key_period_ms, 0))
       ), flow_room AS (
-        -- how many rows each limit may start now (least ignores the bounds it does not have)
+        -- how many rows each limit may start now (least ignores the bounds it does not have);
+        -- plain: no per-key bound and no expired lease to take over, so its rows are taken in one
+        -- range of its index (flow_plain) instead of key by key
         SELECT l.name AS flow, l.concurrency_per_key, l.rate_per_key,
+               l.concurrency_per_key IS NULL AND l.rate_per_key IS NULL AND NOT a.lapsed AS plain,
                least(${flowBatch}::int, l.concurrency - (SELECT count(*) FROM flow_holders AS h WHERE h.flow = l.name),
                      l.rate - (SELECT count(*) FROM flow_starts AS s WHERE s.flow = l.name AND s.in_rate),
                      -- starts conforming to the rate's pace now (see TOLERANCE)
                      floor((k.at + ${TOLERANCE} - greatest(coalesce(l.rate_tat, 0), k.at)) / ${INTERVAL})::int + 1) AS n
-        FROM flow_limits AS l CROSS JOIN flow_clock AS k
+        FROM flow_limits AS l JOIN flow_active AS a ON a.name = l.name CROSS JOIN flow_clock AS k
       ), flow_keys AS (
         -- each key of a limit with room that has ready rows, with its best row: one index probe per
         -- key (task_flow_ready), however many rows wait behind it (past the few that claims before
@@ -125,7 +158,7 @@ export function limitClaimCtes(p: LimitClaimParts): RawBuilder<unknown> {
           WHERE c.flow = r.flow AND ${READY} AND c.id NOT IN (SELECT id FROM flow_holders) ${nameFilter}
           ORDER BY c.flow_key, c.priority DESC, c.id LIMIT 1
         ) AS b
-        WHERE r.n > 0
+        WHERE r.n > 0 AND NOT r.plain
         UNION ALL
         SELECT k.flow, b.flow_key, b.priority, b.id
         FROM flow_keys AS k CROSS JOIN LATERAL (
@@ -137,7 +170,7 @@ export function limitClaimCtes(p: LimitClaimParts): RawBuilder<unknown> {
         -- a crashed worker's row under a limit: its expired lease holds no slot, so it needs one
         SELECT c.id, c.priority, c.flow, c.flow_key FROM ${t} AS c
         WHERE c.status = 'processing' AND c.lease_until < now() AND c.attempts < c.max_attempts
-          AND c.flow IN (SELECT flow FROM flow_room WHERE n > 0) ${nameFilter}
+          AND c.flow IN (SELECT flow FROM flow_room WHERE n > 0 AND NOT plain) ${nameFilter}
           AND c.id NOT IN (SELECT id FROM flow_holders)
         ORDER BY c.lease_until, c.id
         LIMIT ${limit}
@@ -207,13 +240,28 @@ export function limitClaimCtes(p: LimitClaimParts): RawBuilder<unknown> {
         ) AS a
         JOIN flow_room AS r ON r.flow = a.flow
         WHERE a.in_flow <= r.n
-      ), flow_taken AS (
+      ), flow_keyed AS (
         -- the admitted rows, locked; one that changed since this statement's snapshot is taken only
         -- if it is still claimable (a subset of what the limits admit stays within them)
         SELECT c.id, c.priority FROM ${t} AS c
         WHERE c.id IN (SELECT id FROM flow_admitted)
           AND ((${READY}) OR (c.status = 'processing' AND c.lease_until < now() AND c.attempts < c.max_attempts))
         FOR UPDATE SKIP LOCKED
+      ), flow_plain AS (
+        -- a plain limit's rows (see flow_room): its best ready rows up to its room, locked as they
+        -- are read (a row another claim took since this statement's snapshot is passed over, and
+        -- the scan goes on), so there is nothing to rank. By key first, as the index is: an
+        -- unkeyed limit's rows all have the key ''
+        SELECT c.id, c.priority FROM flow_room AS r CROSS JOIN LATERAL (
+          SELECT c.id, c.priority FROM ${t} AS c
+          WHERE c.flow = r.flow AND ${READY} AND c.id NOT IN (SELECT id FROM flow_holders) ${nameFilter}
+          ORDER BY c.flow_key, c.priority DESC, c.id
+          LIMIT greatest(r.n, 0)
+          FOR UPDATE SKIP LOCKED
+        ) AS c
+        WHERE r.plain AND r.n > 0
+      ), flow_taken AS (
+        SELECT id, priority FROM flow_keyed UNION ALL SELECT id, priority FROM flow_plain
       )`;
 }
 
@@ -247,13 +295,21 @@ export function limitWriteCtes(p: Pick<LimitClaimParts, 'table'>): RawBuilder<un
         FROM flow_limits AS fl
         JOIN flow_tat AS tat ON tat.flow = fl.name
         CROSS JOIN LATERAL (
-          SELECT coalesce(array_agg(u.id ORDER BY u.id), '{}') AS ids,
-                 coalesce(array_agg(u.version ORDER BY u.id), '{}') AS versions,
-                 coalesce(array_agg(u.key ORDER BY u.id), '{}') AS keys
-          -- every lease not over: an expired one whose worker's heartbeat extends it again holds
-          -- its slot again, so it stays listed until it ends or this claim takes it over
-          FROM (SELECT h.id, h.version, h.key FROM flow_listed AS h
-                WHERE h.flow = fl.name AND (h.later OR h.open) AND h.id NOT IN (SELECT id FROM claimed)
+          -- the three arrays from one pass over the same rows, so their elements stay aligned;
+          -- unsorted (sorting a thousand entries three times was a good part of a limited
+          -- claim): the order matters only to which leases flow_freed looks at first, and the
+          -- scan and appends below keep the listed ones in list order in practice
+          SELECT coalesce(array_agg(u.id), '{}') AS ids,
+                 coalesce(array_agg(u.version), '{}') AS versions,
+                 coalesce(array_agg(u.key), '{}') AS keys
+          -- every lease not over, in the order claims listed them (see flow_need), then this
+          -- claim's: an expired one whose worker's heartbeat extends it again holds its slot
+          -- again, so it stays listed until it ends or this claim takes it over
+          FROM (SELECT h.id, h.version, h.key FROM flow_holders AS h
+                WHERE h.flow = fl.name AND h.id NOT IN (SELECT id FROM claimed)
+                UNION ALL
+                SELECT f.id, f.version, f.key FROM flow_freed AS f
+                WHERE f.flow = fl.name AND f.open AND f.id NOT IN (SELECT id FROM claimed)
                 UNION ALL
                 SELECT cl.id, cl.lease_version, cl.flow_key FROM claimed AS cl WHERE cl.flow = fl.name) AS u
         ) AS hold
