@@ -1,6 +1,6 @@
 // What a claim under a concurrency limit costs once the limit binds (issue 32, item 3): the
-// limit's list is full (`concurrency` leases listed, CONCURRENCY, default 1,024), its oldest 256
-// leases are over, and one claim of 256 rows takes their slots. Against the same claim from a
+// limit's list is full (`concurrency` leases listed, CONCURRENCY, default 1,024), its oldest BATCH
+// (default 256) leases are over, and one claim of BATCH rows takes their slots. Against the same claim from a
 // table whose task has no limit. Each claim runs in a transaction that is rolled back, so every
 // run sees the same rows and the same list; the statement is prepared and past its custom plans.
 // Prints the server backend's CPU per claim (from /proc: less stretched by a loaded machine than
@@ -15,7 +15,7 @@ import { leaseClaim, limitRegisterMany, type LeaseClaimInput } from '@leasehold/
 
 const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const CONCURRENCY = Number(process.env.CONCURRENCY ?? 1_024);
-const BATCH = 256;
+const BATCH = Number(process.env.BATCH ?? 256);
 const RUNS = 200;
 const WARM = 10;
 const ROUNDS = 3;
