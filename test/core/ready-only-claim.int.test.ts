@@ -20,25 +20,43 @@ afterEach(async () => {
 const track = useWorkers();
 const table = taskTable();
 
-/** A pool that counts the claim statements sent through it, by kind, and those not answered yet. */
+/**
+ * A pool that counts the claim statements its clients send, by kind, and those not answered yet:
+ * the pool's clients and the worker's LISTEN connection (built from the pool's `Client`), where
+ * the worker sends its claims while it is up.
+ */
 function countingPool(): { pool: pg.Pool; claims: { readyOnly: number; whole: number; inFlight: number } } {
-  const pool = new pg.Pool({ connectionString: t.url, max: 10, application_name: 'ready-only-claim' });
-  pools.push(pool);
   const claims = { readyOnly: 0, whole: 0, inFlight: 0 };
-  const query = pool.query.bind(pool) as (...args: unknown[]) => unknown;
-  (pool as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
-    const text = typeof args[0] === 'object' && args[0] !== null ? (args[0] as { text?: string }).text : undefined;
-    if (!text?.includes('ready AS (')) return query(...args);
-    if (text.includes('doomed AS (')) claims.whole++;
-    else claims.readyOnly++;
-    claims.inFlight++;
-    const sent = query(...args) as Promise<unknown>;
-    void sent.then(
-      () => claims.inFlight--,
-      () => claims.inFlight--,
-    );
-    return sent;
-  };
+  class CountingClient extends pg.Client {
+    constructor(config?: string | pg.ClientConfig) {
+      super(config);
+      const query = this.query.bind(this) as (...args: unknown[]) => unknown;
+      (this as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+        const text = typeof args[0] === 'object' && args[0] !== null ? (args[0] as { text?: string }).text : undefined;
+        if (!text?.includes('ready AS (')) return query(...args);
+        if (text.includes('doomed AS (')) claims.whole++;
+        else claims.readyOnly++;
+        claims.inFlight++;
+        let settled = false;
+        const settle = () => void (settled || ((settled = true), claims.inFlight--));
+        // the pool hands its client a submittable with a callback; the worker's LISTEN connection
+        // is sent a config object, and answers with a promise
+        const last = args.length - 1;
+        if (typeof args[last] === 'function') {
+          const callback = args[last] as (...a: unknown[]) => void;
+          args[last] = (...a: unknown[]) => {
+            settle();
+            callback(...a);
+          };
+        }
+        const sent = query(...args) as { then?: (ok: () => void, failed: () => void) => unknown } | undefined;
+        if (typeof sent?.then === 'function') sent.then(settle, settle);
+        return sent;
+      };
+    }
+  }
+  const pool = new pg.Pool({ connectionString: t.url, max: 10, application_name: 'ready-only-claim', Client: CountingClient as unknown as typeof pg.Client });
+  pools.push(pool);
   return { pool, claims };
 }
 

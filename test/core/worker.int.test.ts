@@ -45,12 +45,12 @@ describe('the worker', () => {
     const errors: Error[] = [];
     worker.on('worker:error', ({ error }) => void errors.push(error));
     await worker.start();
-    // The listener's session is the one whose last statement is its LISTEN or a ready-only claim:
-    // an idle worker sends the claim answering a wake-up (also the one after (re)connecting) on
-    // the LISTEN connection, and its pool only whole claims.
+    // The listener's session is the one whose last statement is its LISTEN or a claim: the worker
+    // sends its claims on the LISTEN connection while it is up, and through its pool only while it
+    // is not (before the kill, none; after it, the pool's sessions started before the kill).
     const listenerSessions = (since: Date) => sql<{ pid: number }>`SELECT pid FROM pg_stat_activity
       WHERE application_name = 'relisten-test' AND backend_start > ${since}
-        AND (query ILIKE 'LISTEN%' OR (query LIKE '%ready AS (%' AND query NOT LIKE '%doomed AS (%'))`.execute(t.db);
+        AND (query ILIKE 'LISTEN%' OR query LIKE '%ready AS (%')`.execute(t.db);
     await expect.poll(async () => (await listenerSessions(new Date(0))).rows.length, { timeout: 5_000 }).toBe(1);
     const killedAt = (await sql<{ at: Date }>`SELECT clock_timestamp() AS at`.execute(t.db)).rows[0]!.at;
     const [listener] = (await listenerSessions(new Date(0))).rows;

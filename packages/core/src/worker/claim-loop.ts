@@ -79,6 +79,13 @@ const EXPIRED_FULL_EVERY_MS = 60_000;
 const READY_FLOOR_WINDOW_MS = 1_000;
 
 /**
+ * After a claim that came back short, when the timer fires within this many ms the loop waits
+ * for it instead of arming (see WakeGuard): a row a producer inserted meanwhile without a
+ * NOTIFY waits at most this long for the timer's whole claim.
+ */
+const DUE_SOON_MS = 20;
+
+/**
  * Claims while the worker runs: as much as `sizing` says its slots and buffer can take. When its
  * slots and buffer are full it waits for a freed slot that wants a refill or a finished write;
  * when a claim comes back short, `guard` decides between claiming again and sleeping until a
@@ -155,6 +162,10 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>): Promise<void>
     const readyOnly = (flows === undefined || flows.length === 0) && !parts.guard.armed && !due && (woken || performance.now() - wholeAt < wholeEveryMs);
     if (!readyOnly) wholeAt = performance.now();
     const sentAt = performance.now();
+    // a wake that came before this claim is answered by it: it must not cause another (a timer
+    // that fired while the loop armed, say, would be followed by a ready-only claim, an arm and a
+    // whole claim, all for nothing). A wake during the claim is still remembered.
+    wakeup.clear();
     const expired = !readyOnly && sentAt - expiredAt >= expiredEveryMs;
     let expiredWithinMs: number | undefined;
     if (expired) {
@@ -192,8 +203,10 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>): Promise<void>
     // a claim sent while a write of a group's head is under way cannot see the group's next head
     const settlingAtClaim = runner.settling;
     try {
-      // the answer to a wake-up goes out on the connection that just delivered it (Listener.run)
-      const result = await ((woken && readyOnly ? parts.listener?.run(claim) : undefined) ?? claim(parts.db));
+      // on the LISTEN connection while it is up (Listener.run): the answer to a wake-up goes out
+      // on the connection that just delivered it, and every claim on one connection reuses the
+      // plans made there (on the pool, each connection planned each claim afresh five times)
+      const result = await (parts.listener?.run(claim) ?? claim(parts.db));
       failures = 0;
       if (expired) {
         // a look that reached the server later than the margin allows may have left a gap
@@ -241,6 +254,15 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>): Promise<void>
       // heads commit, and each such write wakes the loop: wait for it. Arming now would find our
       // own write holding the wake lock and claim again every few ms, with nothing new to take
       // (an ordered outbox drain sent 154 arms and 173 claims for 20,000 messages).
+      parts.guard.disarm();
+      await wakeup.wait(o.pollIntervalMs);
+      continue;
+    }
+    if (timer.within(DUE_SOON_MS)) {
+      // Something comes due within a few ms (the next group of parked runs, or the rows this
+      // claim reached a little early): claim again when the timer fires, a whole claim, rather
+      // than arm first. Arming is a round trip, and the timer's claim waited for it; what a
+      // producer that skipped its NOTIFY wrote meanwhile is taken by that claim all the same.
       parts.guard.disarm();
       await wakeup.wait(o.pollIntervalMs);
       continue;

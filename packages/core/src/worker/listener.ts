@@ -73,11 +73,13 @@ export class Listener {
   }
 
   /**
-   * Sends `statement` on the LISTEN connection, or returns undefined when it is not up. The claim
-   * that answers a notification goes here: the server process behind this connection has just
-   * woken to deliver that notification, while a pooled one may still be asleep (about 0.08 ms of
-   * the wake-to-start path, bench/RESULTS.md). `stop()` lets it settle before it closes the
-   * connection, so a claim that committed is not cut from its answer.
+   * Sends `statement` on the LISTEN connection, or returns undefined when it is not up. The
+   * worker's claims go here: the server process behind this connection has just woken to deliver
+   * a notification, while a pooled one may still be asleep (about 0.08 ms of the wake-to-start
+   * path, bench/RESULTS.md), and on one connection each claim statement is planned once rather
+   * than on every pooled connection (PostgreSQL plans a prepared statement afresh for its first
+   * five runs on a connection). `stop()` lets it settle before it closes the connection, so a
+   * claim that committed is not cut from its answer.
    */
   run<T>(statement: (client: PgQueryable) => Promise<T>): Promise<T> | undefined {
     const connection = this.#connection;

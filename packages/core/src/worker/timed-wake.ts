@@ -37,6 +37,11 @@ export class TimedWake {
     this.#timer.unref();
   }
 
+  /** Whether the timer fired and was not taken yet, or fires within `ms`. */
+  within(ms: number): boolean {
+    return this.#fired || this.#at - performance.now() <= ms;
+  }
+
   /** Whether the timer fired since the last call: then the next claim must be a whole one. */
   take(): boolean {
     const fired = this.#fired;

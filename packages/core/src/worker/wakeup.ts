@@ -13,6 +13,14 @@ export class Wakeup {
     else this.#pending = true;
   }
 
+  /**
+   * Forgets a wake that arrived while nobody waited: the claim about to be sent covers what it
+   * announced (see the claim loop). Wakes after this call are remembered as before.
+   */
+  clear(): void {
+    this.#pending = false;
+  }
+
   wait(ms: number): Promise<boolean> {
     if (this.#pending) {
       this.#pending = false;
