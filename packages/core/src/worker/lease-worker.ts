@@ -231,6 +231,7 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
         wakeup: this.#wakeup,
         pollIntervalMs: this.#o.pollIntervalMs,
         listening: () => this.#listener?.listening ?? false,
+        run: this.#listener === undefined ? undefined : (statement) => this.#listener?.run(statement),
         running: this.#running,
         onError: (error) => this.#error(error),
       }),

@@ -12,6 +12,12 @@ export interface WakeGuardParts {
   readonly pollIntervalMs: number;
   /** Whether notifications reach the worker now (its LISTEN connection is up). */
   readonly listening: () => boolean;
+  /**
+   * Sends a statement on the LISTEN connection (see `Listener.run`), or returns undefined when it
+   * is not up: the announcement and its renewals go where the worker's claims go, so an idle
+   * worker keeps one server process busy, not two.
+   */
+  readonly run?: (<T>(statement: (executor: Executor) => Promise<T>) => Promise<T> | undefined) | undefined;
   readonly running: () => boolean;
   readonly onError: (error: Error) => void;
 }
@@ -76,7 +82,7 @@ export class WakeGuard {
     }
     let quiet: boolean;
     try {
-      const arm = await leaseWakeArm(p.db, p.table, WAKE_TTL_MS);
+      const arm = await (p.run?.((e) => leaseWakeArm(e, p.table, WAKE_TTL_MS)) ?? leaseWakeArm(p.db, p.table, WAKE_TTL_MS));
       if (arm === undefined) {
         this.#available = false; // producers of this table notify on every insert
         await p.wakeup.wait(p.pollIntervalMs);
@@ -114,7 +120,7 @@ export class WakeGuard {
       if (left <= 0 || !p.running()) return;
       try {
         // lapsed meanwhile (a stalled process): arm and claim again before sleeping on
-        if (!(await leaseWakeRenew(p.db, p.table, WAKE_TTL_MS))) return;
+        if (!(await (p.run?.((e) => leaseWakeRenew(e, p.table, WAKE_TTL_MS)) ?? leaseWakeRenew(p.db, p.table, WAKE_TTL_MS)))) return;
       } catch (error) {
         p.onError(toError(error));
         return;
