@@ -233,15 +233,19 @@ describe('forkTask', () => {
     await worker.start();
     const original = await enqueue(t.pool, flow, {});
     expect(await waitForResult(t.pool, original, { timeout: '10s' })).toEqual(['new', 'c', 'd-new']);
+    // no worker while the copy is read: a running one could claim the fork and record c first
+    await worker.stop();
     // were patch:new-b not copied, the fork's replay would answer false past b2's record and
     // take b1, which is not what it recorded
     const fork = await forkTask(t.pool, original, { fromStep: 'c' });
     const copied = await getTask(t.pool, fork);
     expect(copied!.steps.map((s) => s.name).sort()).toEqual(['a', 'b2', 'patch:new-b']);
+    const second = track(createWorker({ pool: t.pool, tasks: [flow], pollInterval: 20 }));
+    await second.start();
     expect(await waitForResult(t.pool, fork, { timeout: '10s' })).toEqual(['new', 'c', 'd-new']);
     expect(runs).toEqual(['c', 'c']);
     expect((await getTask(t.pool, fork))!.status).toBe('done');
-    await worker.stop();
+    await second.stop();
   });
 
   it('carries the progress events as the records before the point left them', async () => {
