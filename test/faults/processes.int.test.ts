@@ -3,7 +3,7 @@
 // scenario the end state is checked against the guarantees (fault-db.ts) and a summary line is
 // printed: `faults: <scenario>: tasks=N kills=K duplicates=D stale-refused=S lost=0`.
 //
-// Sizes: FAULTS_TASKS (default 5000; CI runs fewer) for the kill scenario, half of it for the
+// Sizes: FAULTS_TASKS (default 5000, what CI runs) for the kill scenario, half of it for the
 // connection loss, a tenth (at least 200) for the stalled, frozen and slow handlers.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
