@@ -64,6 +64,38 @@ describe('wake-ups on demand', () => {
     await Promise.all(workers.map((w) => w.stop()));
   });
 
+  it('a transaction that inserts again after the workers went idle is not missed (the wake work runs once per transaction)', async () => {
+    const busy = gate();
+    const hold = defineTask<{ kind: 'hold' | 'late' }>('wake.again', {
+      handler: async (p) => {
+        if (p.kind === 'hold') await busy.wait;
+      },
+    });
+    const workers = [0, 1].map(() => track(createWorker({ pool: t.pool, tasks: [hold], concurrency: 1, pollInterval: NEVER_POLL })));
+    await Promise.all(workers.map((w) => w.start()));
+    const holding = workers.map((w) => nextEvent(w, 'task:claimed', () => true, WAKE_DEADLINE_MS));
+    await enqueue(t.pool, hold, { kind: 'hold' });
+    await enqueue(t.pool, hold, { kind: 'hold' });
+    await Promise.all(holding);
+    await waitUntil('the announcements lapse', async () => (await wakeUntil(t.db)) < (await serverNow(t.db)));
+
+    const producer = await t.client();
+    await producer.query('BEGIN');
+    // the first insert does the transaction's wake work (no worker asleep: no NOTIFY, the lock held)
+    await producer.query(`INSERT INTO leasehold.task (name, payload) VALUES ('wake.again', '{"kind":"late"}')`);
+    const idle = workers.map((w) => nextEvent(w, 'worker:idle', () => true, WAKE_DEADLINE_MS));
+    busy.open();
+    await Promise.all(idle);
+    // the second skips it: the lock the first took keeps the workers from sleeping past the commit
+    await producer.query(`INSERT INTO leasehold.task (name, payload) VALUES ('wake.again', '{"kind":"late"}')`);
+    let late = 0;
+    for (const w of workers) w.on('task:succeeded', (e) => void ((e.task.payload as { kind: string }).kind === 'late' && late++));
+    await producer.query('COMMIT');
+    // a lost wake-up would leave them for NEVER_POLL
+    await waitUntil('both late tasks succeed', async () => late === 2, WAKE_DEADLINE_MS);
+    await Promise.all(workers.map((w) => w.stop()));
+  });
+
   it('concurrent producers with transactions of every length while workers go idle and wake: every task starts in time', async () => {
     const started = new Map<number, number>();
     const quick = defineTask<{ n: number }>('wake.quick', { handler: (p) => void started.set(p.n, Date.now()) });
