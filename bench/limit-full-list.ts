@@ -8,10 +8,10 @@
 // not a test: it asserts nothing.
 //   DATABASE_URL=postgres://… npx tsx --conditions=@leasehold/source bench/limit-full-list.ts
 // Works in schemas of its own (limit_full_<pid>_*) in that database, dropped at the end.
-import { readFileSync } from 'node:fs';
 import pg from 'pg';
 import { defineLimit, defineTask, enqueueMany, migrate, taskTable } from '@leasehold/core';
 import { leaseClaim, limitRegisterMany, type LeaseClaimInput } from '@leasehold/core/internal';
+import { measuredClient } from './lib/backend-cpu.js';
 
 const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const CONCURRENCY = Number(process.env.CONCURRENCY ?? 1_024);
@@ -21,15 +21,9 @@ const WARM = 10;
 const ROUNDS = 3;
 
 const admin = new pg.Pool({ connectionString: url, max: 2 });
-const client = new pg.Client({ connectionString: url });
-await client.connect();
-const backend = Number((await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid);
-
-// user + system CPU of the client's backend, in ms (clock ticks of 10 ms)
-function backendCpuMs(): number {
-  const fields = readFileSync(`/proc/${backend}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-}
+const measured = await measuredClient(url);
+const client = measured.client;
+const backendCpuMs = () => measured.cpuMs();
 
 async function build(limited: boolean): Promise<{ schema: string; input: LeaseClaimInput; table: ReturnType<typeof taskTable> }> {
   const schema = `limit_full_${process.pid}_${limited ? 'limited' : 'unlimited'}`;

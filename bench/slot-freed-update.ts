@@ -5,10 +5,10 @@
 // measurement, not a test: it asserts nothing.
 //   DATABASE_URL=postgres://… npx tsx --conditions=@leasehold/source bench/slot-freed-update.ts
 // Works in schemas of its own (slot_freed_<pid>_*) in that database, dropped at the end.
-import { readFileSync } from 'node:fs';
 import pg from 'pg';
 import { defineLimit, defineTask, enqueueMany, migrate, taskTable } from '@leasehold/core';
 import { leaseClaim, limitRegisterMany } from '@leasehold/core/internal';
+import { measuredClient } from './lib/backend-cpu.js';
 
 const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const ROWS = 256;
@@ -16,15 +16,9 @@ const RUNS = 100;
 const WARM = 10;
 
 const admin = new pg.Pool({ connectionString: url, max: 2 });
-const client = new pg.Client({ connectionString: url });
-await client.connect();
-const backend = Number((await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid);
-
-// user + system CPU of the client's backend, in ms (clock ticks of 10 ms)
-function backendCpuMs(): number {
-  const fields = readFileSync(`/proc/${backend}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-}
+const measured = await measuredClient(url);
+const client = measured.client;
+const backendCpuMs = () => measured.cpuMs();
 
 async function measure(limited: boolean): Promise<number> {
   const schema = `slot_freed_${process.pid}_${limited ? 'limited' : 'unlimited'}`;

@@ -17,6 +17,29 @@ const NEVER_POLL = '60s';
 /** Generous for a shared 2-core machine; a lost wake-up takes NEVER_POLL. */
 const WAKE_DEADLINE_MS = 20_000;
 
+/**
+ * Two workers of one slot each, both held by a task that waits for `busy`, once their
+ * announcements have lapsed: producers no longer notify. Their task, `name`, runs `kind: 'late'`
+ * rows at once.
+ */
+async function busyWorkers(name: string) {
+  const busy = gate();
+  const hold = defineTask<{ kind: 'hold' | 'late' }>(name, {
+    handler: async (p) => {
+      if (p.kind === 'hold') await busy.wait;
+    },
+  });
+  const workers = [0, 1].map(() => track(createWorker({ pool: t.pool, tasks: [hold], concurrency: 1, pollInterval: NEVER_POLL })));
+  await Promise.all(workers.map((w) => w.start()));
+  const holding = workers.map((w) => nextEvent(w, 'task:claimed', () => true, WAKE_DEADLINE_MS));
+  await enqueue(t.pool, hold, { kind: 'hold' });
+  await enqueue(t.pool, hold, { kind: 'hold' });
+  await Promise.all(holding);
+  // both workers are busy: once their announcements lapse, producers stop notifying
+  await waitUntil('the announcements lapse', async () => (await wakeUntil(t.db)) < (await serverNow(t.db)));
+  return { busy, workers };
+}
+
 describe('wake-ups on demand', () => {
   it('an idle worker announces that it sleeps, and a task enqueued then starts at once', async () => {
     const started: string[] = [];
@@ -34,20 +57,7 @@ describe('wake-ups on demand', () => {
   });
 
   it('a producer that skipped its NOTIFY (every worker busy) and commits after they went idle is not missed', async () => {
-    const busy = gate();
-    const hold = defineTask<{ kind: 'hold' | 'late' }>('wake.hold', {
-      handler: async (p) => {
-        if (p.kind === 'hold') await busy.wait;
-      },
-    });
-    const workers = [0, 1].map(() => track(createWorker({ pool: t.pool, tasks: [hold], concurrency: 1, pollInterval: NEVER_POLL })));
-    await Promise.all(workers.map((w) => w.start()));
-    const holding = workers.map((w) => nextEvent(w, 'task:claimed', () => true, WAKE_DEADLINE_MS));
-    await enqueue(t.pool, hold, { kind: 'hold' });
-    await enqueue(t.pool, hold, { kind: 'hold' });
-    await Promise.all(holding);
-    // both workers are busy: once their announcements lapse, producers stop notifying
-    await waitUntil('the announcements lapse', async () => (await wakeUntil(t.db)) < (await serverNow(t.db)));
+    const { busy, workers } = await busyWorkers('wake.hold');
 
     const producer = await t.client();
     await producer.query('BEGIN');
@@ -65,19 +75,7 @@ describe('wake-ups on demand', () => {
   });
 
   it('a transaction that inserts again after the workers went idle is not missed (the wake work runs once per transaction)', async () => {
-    const busy = gate();
-    const hold = defineTask<{ kind: 'hold' | 'late' }>('wake.again', {
-      handler: async (p) => {
-        if (p.kind === 'hold') await busy.wait;
-      },
-    });
-    const workers = [0, 1].map(() => track(createWorker({ pool: t.pool, tasks: [hold], concurrency: 1, pollInterval: NEVER_POLL })));
-    await Promise.all(workers.map((w) => w.start()));
-    const holding = workers.map((w) => nextEvent(w, 'task:claimed', () => true, WAKE_DEADLINE_MS));
-    await enqueue(t.pool, hold, { kind: 'hold' });
-    await enqueue(t.pool, hold, { kind: 'hold' });
-    await Promise.all(holding);
-    await waitUntil('the announcements lapse', async () => (await wakeUntil(t.db)) < (await serverNow(t.db)));
+    const { busy, workers } = await busyWorkers('wake.again');
 
     const producer = await t.client();
     await producer.query('BEGIN');
