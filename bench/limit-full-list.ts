@@ -1,7 +1,7 @@
 // What a claim under a concurrency limit costs once the limit binds (issue 32, item 3): the
-// limit's list is full (`concurrency` leases listed, CONCURRENCY, default 1,024), its oldest BATCH
-// (default 256) leases are over, and one claim of BATCH rows takes their slots. Against the same claim from a
-// table whose task has no limit. Each claim runs in a transaction that is rolled back, so every
+// limit's list is full (`concurrency` leases listed, CONCURRENCY, default 1,024), its oldest FREED
+// (default BATCH, default 256) leases are over, and one claim of BATCH rows takes their slots.
+// Against the same claim from a table whose task has no limit. Each claim runs in a transaction that is rolled back, so every
 // run sees the same rows and the same list; the statement is prepared and past its custom plans.
 // Prints the server backend's CPU per claim (from /proc: less stretched by a loaded machine than
 // wall time, so the server must run on this machine) and the wall-clock median. A measurement,
@@ -16,6 +16,9 @@ import { measuredClient } from './lib/backend-cpu.js';
 const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const CONCURRENCY = Number(process.env.CONCURRENCY ?? 1_024);
 const BATCH = Number(process.env.BATCH ?? 256);
+// how many of the oldest leases are over (FREED=0: the list full and every lease running, the claim
+// a worker sends while another holds the whole limit)
+const FREED = Number(process.env.FREED ?? BATCH);
 const RUNS = 200;
 const WARM = 10;
 const ROUNDS = 3;
@@ -41,7 +44,7 @@ async function build(limited: boolean): Promise<{ schema: string; input: LeaseCl
   for (let held = 0; held < CONCURRENCY; held += BATCH) await leaseClaim(admin, table, input);
   await admin.query(
     `UPDATE ${schema}.task SET status = 'done', lease_owner = NULL, lease_until = NULL
-     WHERE id IN (SELECT id FROM ${schema}.task WHERE status = 'processing' ORDER BY id LIMIT ${BATCH})`,
+     WHERE id IN (SELECT id FROM ${schema}.task WHERE status = 'processing' ORDER BY id LIMIT ${FREED})`,
   );
   await admin.query(`VACUUM ANALYZE ${schema}.task`);
   return { schema, input, table };
@@ -65,7 +68,7 @@ async function measure(side: Awaited<ReturnType<typeof build>>): Promise<{ cpu: 
 
 const sides = { unlimited: await build(false), limited: await build(true) };
 try {
-  console.log(`one claim of ${BATCH} rows; the limit's list full (${CONCURRENCY} leases), its oldest ${BATCH} over; ${RUNS} claims per round`);
+  console.log(`one claim of ${BATCH} rows; the limit's list full (${CONCURRENCY} leases), its oldest ${FREED} over; ${RUNS} claims per round`);
   console.log('| round | unlimited: backend CPU / wall median | limited: backend CPU / wall median | rows taken |');
   console.log('|---:|---:|---:|---:|');
   for (let round = 1; round <= ROUNDS; round++) {

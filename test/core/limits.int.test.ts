@@ -4,7 +4,7 @@
 import { sql } from 'kysely';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { defineLimit, defineTask, enqueueMany, limitList, taskTable, type LimitDefinition, type TaskDefinition } from '@leasehold/core';
-import { leaseClaim, leaseExtendMany, leaseFinalizeMany, limitRegisterMany, toDone, toRetry } from '@leasehold/core/internal';
+import { leaseClaim, leaseExtendMany, leaseFinalizeMany, limitRegisterMany, toDone, toReleased, toRetry } from '@leasehold/core/internal';
 import { useTestDatabase } from '../fixtures.js';
 
 const t = useTestDatabase();
@@ -68,6 +68,49 @@ describe('a concurrency limit', () => {
     expect(row!.running).toBe(3);
     const processing = await sql<{ n: string }>`SELECT count(*) AS n FROM leasehold.task WHERE status = 'processing'`.execute(t.db);
     expect(Number(processing.rows[0]!.n)).toBe(3);
+  });
+
+  it('claims that look at part of the list keep the rest: each takes exactly the room there is, and every running lease stays listed', async () => {
+    const bound = 40;
+    const limit = defineLimit('api', { concurrency: bound });
+    const task = taskUnder('call-api', limit);
+    await register(limit, ['call-api']);
+    await enqueueMany(t.pool, task, items(600));
+    // a fixed sequence (xorshift), so that a failure replays
+    let seed = 0x2545f491;
+    const next = (n: number) => {
+      seed ^= seed << 13;
+      seed ^= seed >>> 17;
+      seed ^= seed << 5;
+      return (seed >>> 0) % n;
+    };
+    for (let step = 0; step < 80; step++) {
+      const running = await sql<{ id: string; lease_version: string }>`
+        SELECT id, lease_version FROM leasehold.task WHERE status = 'processing' ORDER BY id`.execute(t.db);
+      // some leases end, anywhere in the list: done, released back to waiting, or done and purged
+      const ending = running.rows.filter(() => next(3) === 0).map((r) => ({ id: String(r.id), leaseVersion: Number(r.lease_version) }));
+      const how = next(3);
+      if (ending.length > 0) await finish(ending, how === 1 ? toReleased('test') : toDone());
+      if (how === 2) await sql`DELETE FROM leasehold.task WHERE status = 'done'`.execute(t.db);
+      const before = await sql<{ running: string; ready: string }>`
+        SELECT count(*) FILTER (WHERE status = 'processing') AS running,
+               count(*) FILTER (WHERE status = 'pending' AND NOT scheduled) AS ready FROM leasehold.task`.execute(t.db);
+      const batch = 1 + next(24);
+      const taken = (await claimUnder(['api'], batch)).claimed.length;
+      const room = bound - Number(before.rows[0]!.running);
+      expect(taken, `step ${step}: batch ${batch}, room ${room}`).toBe(Math.min(batch, room, Number(before.rows[0]!.ready)));
+      const list = await sql<{ ids: string[]; versions: string[]; keys: string[] }>`
+        SELECT holder_ids::text[] AS ids, holder_versions::text[] AS versions, holder_keys AS keys FROM leasehold.task_limit WHERE name = 'api'`.execute(t.db);
+      const { ids, versions, keys } = list.rows[0]!;
+      expect(versions).toHaveLength(ids.length);
+      expect(keys).toHaveLength(ids.length);
+      expect(new Set(ids).size, `step ${step}: an id listed twice`).toBe(ids.length);
+      const listed = new Set(ids.map((id, i) => `${id}@${versions[i]}`));
+      const now = await sql<{ id: string; lease_version: string }>`
+        SELECT id, lease_version FROM leasehold.task WHERE status = 'processing'`.execute(t.db);
+      expect(now.rows.length).toBeLessThanOrEqual(bound);
+      for (const r of now.rows) expect(listed.has(`${r.id}@${r.lease_version}`), `step ${step}: lease ${r.id}@${r.lease_version} not listed`).toBe(true);
+    }
   });
 
   it('a finished task purged while it was still listed frees its slot', async () => {

@@ -106,11 +106,11 @@ export function limitClaimCtes(p: LimitClaimParts): RawBuilder<unknown> {
         -- count): neither still running under that version, nor claimed after this statement's
         -- snapshot (the row still shows an older version here). open: still processing under
         -- that version, its lease expired (see limitWriteCtes)
-        SELECT n.flow, x.id, x.version, x.key, x.open
+        SELECT n.flow, x.id, x.version, x.key, x.open, x.pos
         FROM flow_need AS n JOIN flow_limits AS l ON l.name = n.flow
         CROSS JOIN LATERAL (
-          SELECT h.id, h.version, h.key, coalesce(s.open, false) AS open
-          FROM unnest(l.holder_ids, l.holder_versions, l.holder_keys) AS h(id, version, key)
+          SELECT h.id, h.version, h.key, coalesce(s.open, false) AS open, h.pos
+          FROM unnest(l.holder_ids, l.holder_versions, l.holder_keys) WITH ORDINALITY AS h(id, version, key, pos)
           -- (a row no longer there, purged after it finished, holds nothing)
           LEFT JOIN LATERAL (
             SELECT r.lease_version < h.version AS later,
@@ -121,13 +121,28 @@ export function limitClaimCtes(p: LimitClaimParts): RawBuilder<unknown> {
           WHERE s.later IS NOT TRUE AND s.running IS NOT TRUE
           LIMIT n.n
         ) AS x
+      ), flow_seen AS (
+        -- a limit of concurrency alone (flow_need's n set): how many slots its list holds now,
+        -- and how far down it the leases flow_freed found over reach (seen). The entries past
+        -- that point are kept as they are (they hold their slots, or were not looked at, which
+        -- counts them as holding), so neither counting the holders nor writing the list back
+        -- goes through the whole list
+        SELECT n.flow, cardinality(l.holder_ids) - coalesce(f.freed, 0) AS held, coalesce(f.last, 0) AS seen
+        FROM flow_need AS n JOIN flow_limits AS l ON l.name = n.flow
+        LEFT JOIN (SELECT flow, count(*) AS freed, max(pos) AS last FROM flow_freed GROUP BY flow) AS f ON f.flow = n.flow
+        WHERE n.n IS NOT NULL AND l.rate_per_key IS NULL
+      ), flow_listed AS (
+        -- the ids those limits list: unless flow_freed found them over, their rows are not ready
+        -- (or were claimed after this statement's snapshot, which still shows them pending)
+        SELECT h.id FROM flow_limits AS l JOIN flow_seen AS s ON s.flow = l.name CROSS JOIN LATERAL unnest(l.holder_ids) AS h(id)
       ), flow_holders AS (
-        -- the slots held now: every listed lease but those found above (a finished row, an
-        -- expired lease and a lease taken over since hold none; an expired one stays listed, see
-        -- limitWriteCtes), in list order
+        -- the slots held now, of every other limit: every listed lease but those found above (a
+        -- finished row, an expired lease and a lease taken over since hold none; an expired one
+        -- stays listed, see limitWriteCtes), in list order
         SELECT l.name AS flow, h.id, h.version, h.key
         FROM flow_limits AS l CROSS JOIN LATERAL unnest(l.holder_ids, l.holder_versions, l.holder_keys) AS h(id, version, key)
         WHERE NOT EXISTS (SELECT 1 FROM flow_freed AS f WHERE f.flow = l.name AND f.id = h.id AND f.version = h.version)
+          AND NOT EXISTS (SELECT 1 FROM flow_seen AS s WHERE s.flow = l.name)
       ), flow_starts AS (
         -- starts still inside a window: of the limit's rate, or of its per-key rate
         SELECT l.name AS flow, s.at, s.key,
@@ -142,7 +157,9 @@ export function limitClaimCtes(p: LimitClaimParts): RawBuilder<unknown> {
         -- range of its index (flow_plain) instead of key by key
         SELECT l.name AS flow, l.concurrency_per_key, l.rate_per_key,
                l.concurrency_per_key IS NULL AND l.rate_per_key IS NULL AND NOT a.lapsed AS plain,
-               least(${flowBatch}::int, l.concurrency - (SELECT count(*) FROM flow_holders AS h WHERE h.flow = l.name),
+               least(${flowBatch}::int,
+                     l.concurrency - coalesce((SELECT s.held FROM flow_seen AS s WHERE s.flow = l.name),
+                                              (SELECT count(*) FROM flow_holders AS h WHERE h.flow = l.name)),
                      l.rate - (SELECT count(*) FROM flow_starts AS s WHERE s.flow = l.name AND s.in_rate),
                      -- starts conforming to the rate's pace now (see TOLERANCE)
                      floor((k.at + ${TOLERANCE} - greatest(coalesce(l.rate_tat, 0), k.at)) / ${INTERVAL})::int + 1) AS n
@@ -254,7 +271,8 @@ export function limitClaimCtes(p: LimitClaimParts): RawBuilder<unknown> {
         -- unkeyed limit's rows all have the key ''
         SELECT c.id, c.priority FROM flow_room AS r CROSS JOIN LATERAL (
           SELECT c.id, c.priority FROM ${t} AS c
-          WHERE c.flow = r.flow AND ${READY} AND c.id NOT IN (SELECT id FROM flow_holders) ${nameFilter}
+          WHERE c.flow = r.flow AND ${READY} AND c.id NOT IN (SELECT id FROM flow_holders)
+            AND (c.id NOT IN (SELECT id FROM flow_listed) OR c.id IN (SELECT id FROM flow_freed)) ${nameFilter}
           ORDER BY c.flow_key, c.priority DESC, c.id
           LIMIT greatest(r.n, 0)
           FOR UPDATE SKIP LOCKED
@@ -288,23 +306,21 @@ export function limitWriteCtes(p: Pick<LimitClaimParts, 'table'>): RawBuilder<un
                     ELSE greatest(coalesce(l.rate_tat, 0), k.at) + n.taken * ${INTERVAL} END AS tat
         FROM flow_limits AS l CROSS JOIN flow_clock AS k
         CROSS JOIN LATERAL (SELECT count(*) AS taken FROM claimed AS cl WHERE cl.flow = l.name) AS n
-      ), flow_written AS (
-        UPDATE ${lt} AS l
-        SET holder_ids = hold.ids, holder_versions = hold.versions, holder_keys = hold.keys,
-            start_at = st.at, start_keys = st.keys, rate_tat = tat.tat
+      ), flow_lists AS (
+        -- each locked limit's list after this claim: every lease not over, in the order claims
+        -- listed them (see flow_need), then this claim's. An expired one whose worker's heartbeat
+        -- extends it again holds its slot again, so it stays listed until it ends or this claim
+        -- takes it over. Each list's three arrays come from one pass over the same rows, so their
+        -- elements stay aligned; unsorted (sorting a thousand entries three times was a good part
+        -- of a limited claim): the order matters only to which leases flow_freed looks at first,
+        -- and the scans and appends below keep the listed ones in list order in practice.
+        -- A list looked at whole (see flow_holders) is written from its holders:
+        SELECT fl.name AS flow, w.ids, w.versions, w.keys
         FROM flow_limits AS fl
-        JOIN flow_tat AS tat ON tat.flow = fl.name
         CROSS JOIN LATERAL (
-          -- the three arrays from one pass over the same rows, so their elements stay aligned;
-          -- unsorted (sorting a thousand entries three times was a good part of a limited
-          -- claim): the order matters only to which leases flow_freed looks at first, and the
-          -- scan and appends below keep the listed ones in list order in practice
           SELECT coalesce(array_agg(u.id), '{}') AS ids,
                  coalesce(array_agg(u.version), '{}') AS versions,
                  coalesce(array_agg(u.key), '{}') AS keys
-          -- every lease not over, in the order claims listed them (see flow_need), then this
-          -- claim's: an expired one whose worker's heartbeat extends it again holds its slot
-          -- again, so it stays listed until it ends or this claim takes it over
           FROM (SELECT h.id, h.version, h.key FROM flow_holders AS h
                 WHERE h.flow = fl.name AND h.id NOT IN (SELECT id FROM claimed)
                 UNION ALL
@@ -312,7 +328,34 @@ export function limitWriteCtes(p: Pick<LimitClaimParts, 'table'>): RawBuilder<un
                 WHERE f.flow = fl.name AND f.open AND f.id NOT IN (SELECT id FROM claimed)
                 UNION ALL
                 SELECT cl.id, cl.lease_version, cl.flow_key FROM claimed AS cl WHERE cl.flow = fl.name) AS u
-        ) AS hold
+        ) AS w
+        WHERE NOT EXISTS (SELECT 1 FROM flow_seen AS s WHERE s.flow = fl.name)
+        UNION ALL
+        -- a list flow_freed looked at only down to flow_seen's point: its entries up to there but
+        -- those over, then the rest as they are (a slice, not a pass), then this claim's
+        SELECT s.flow, p.ids || l.holder_ids[s.seen + 1:] || c.ids,
+               p.versions || l.holder_versions[s.seen + 1:] || c.versions,
+               p.keys || l.holder_keys[s.seen + 1:] || c.keys
+        FROM flow_seen AS s JOIN flow_limits AS l ON l.name = s.flow
+        CROSS JOIN LATERAL (
+          SELECT coalesce(array_agg(h.id), '{}') AS ids, coalesce(array_agg(h.version), '{}') AS versions,
+                 coalesce(array_agg(h.key), '{}') AS keys
+          FROM unnest(l.holder_ids[1:s.seen], l.holder_versions[1:s.seen], l.holder_keys[1:s.seen]) AS h(id, version, key)
+          WHERE NOT EXISTS (SELECT 1 FROM flow_freed AS f WHERE f.flow = s.flow AND f.id = h.id AND f.version = h.version AND NOT f.open)
+            AND h.id NOT IN (SELECT id FROM claimed)
+        ) AS p
+        CROSS JOIN LATERAL (
+          SELECT coalesce(array_agg(cl.id), '{}') AS ids, coalesce(array_agg(cl.lease_version), '{}') AS versions,
+                 coalesce(array_agg(cl.flow_key), '{}') AS keys
+          FROM claimed AS cl WHERE cl.flow = s.flow
+        ) AS c
+      ), flow_written AS (
+        UPDATE ${lt} AS l
+        SET holder_ids = hold.ids, holder_versions = hold.versions, holder_keys = hold.keys,
+            start_at = st.at, start_keys = st.keys, rate_tat = tat.tat
+        FROM flow_limits AS fl
+        JOIN flow_tat AS tat ON tat.flow = fl.name
+        JOIN flow_lists AS hold ON hold.flow = fl.name
         CROSS JOIN LATERAL (
           SELECT coalesce(array_agg(a.at ORDER BY a.at, a.key), '{}') AS at, coalesce(array_agg(a.key ORDER BY a.at, a.key), '{}') AS keys
           FROM flow_after AS a WHERE a.flow = fl.name
