@@ -131,10 +131,6 @@ export function limitClaimCtes(p: LimitClaimParts): RawBuilder<unknown> {
         FROM flow_need AS n JOIN flow_limits AS l ON l.name = n.flow
         LEFT JOIN (SELECT flow, count(*) AS freed, max(pos) AS last FROM flow_freed GROUP BY flow) AS f ON f.flow = n.flow
         WHERE n.n IS NOT NULL AND l.rate_per_key IS NULL
-      ), flow_listed AS (
-        -- the ids those limits list: unless flow_freed found them over, their rows are not ready
-        -- (or were claimed after this statement's snapshot, which still shows them pending)
-        SELECT h.id FROM flow_limits AS l JOIN flow_seen AS s ON s.flow = l.name CROSS JOIN LATERAL unnest(l.holder_ids) AS h(id)
       ), flow_holders AS (
         -- the slots held now, of every other limit: every listed lease but those found above (a
         -- finished row, an expired lease and a lease taken over since hold none; an expired one
@@ -268,11 +264,14 @@ export function limitClaimCtes(p: LimitClaimParts): RawBuilder<unknown> {
         -- a plain limit's rows (see flow_room): its best ready rows up to its room, locked as they
         -- are read (a row another claim took since this statement's snapshot is passed over, and
         -- the scan goes on), so there is nothing to rank. By key first, as the index is: an
-        -- unkeyed limit's rows all have the key ''
+        -- unkeyed limit's rows all have the key ''. A list looked at only in part (flow_seen) is not
+        -- passed over by id: a ready row there may be listed under a lease that is over and that
+        -- the claim did not look at (released, retried), and it must still be taken — its lock
+        -- passes over the rows claimed since the snapshot, and its old entry stays counted as
+        -- holding until a claim looks that far
         SELECT c.id, c.priority FROM flow_room AS r CROSS JOIN LATERAL (
           SELECT c.id, c.priority FROM ${t} AS c
-          WHERE c.flow = r.flow AND ${READY} AND c.id NOT IN (SELECT id FROM flow_holders)
-            AND (c.id NOT IN (SELECT id FROM flow_listed) OR c.id IN (SELECT id FROM flow_freed)) ${nameFilter}
+          WHERE c.flow = r.flow AND ${READY} AND c.id NOT IN (SELECT id FROM flow_holders) ${nameFilter}
           ORDER BY c.flow_key, c.priority DESC, c.id
           LIMIT greatest(r.n, 0)
           FOR UPDATE SKIP LOCKED
