@@ -1,8 +1,9 @@
 // What a claim under a concurrency limit costs once the limit binds (issue 32, item 3): the
 // limit's list is full (`concurrency` leases listed, CONCURRENCY, default 1,024), its oldest FREED
 // (default BATCH, default 256) leases are over, and one claim of BATCH rows takes their slots.
-// Against the same claim from a table whose task has no limit. Each claim runs in a transaction that is rolled back, so every
-// run sees the same rows and the same list; the statement is prepared and past its custom plans.
+// Against the same claim from a table whose task has no limit. Each claim runs in a transaction
+// that is rolled back, so every run sees the same rows and the same list; the statement is
+// prepared and past its custom plans.
 // Prints the server backend's CPU per claim (from /proc: less stretched by a loaded machine than
 // wall time, so the server must run on this machine) and the wall-clock median. A measurement,
 // not a test: it asserts nothing.

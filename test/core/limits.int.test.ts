@@ -87,7 +87,7 @@ describe('a concurrency limit', () => {
     for (let step = 0; step < 80; step++) {
       const running = await sql<{ id: string; lease_version: string }>`
         SELECT id, lease_version FROM leasehold.task WHERE status = 'processing' ORDER BY id`.execute(t.db);
-      // some leases end, anywhere in the list: done, released back to waiting, or done and purged
+      // some leases end, anywhere in the list: done, released back to pending, or done and purged
       const ending = running.rows.filter(() => next(3) === 0).map((r) => ({ id: String(r.id), leaseVersion: Number(r.lease_version) }));
       const how = next(3);
       if (ending.length > 0) await finish(ending, how === 1 ? toReleased('test') : toDone());
