@@ -328,7 +328,9 @@ export function limitWriteCtes(p: Pick<LimitClaimParts, 'table'>): RawBuilder<un
                 UNION ALL
                 SELECT cl.id, cl.lease_version, cl.flow_key FROM claimed AS cl WHERE cl.flow = fl.name) AS u
         ) AS w
-        WHERE NOT EXISTS (SELECT 1 FROM flow_seen AS s WHERE s.flow = fl.name)
+        -- a filter on the limit's row, before the list is built (as NOT EXISTS, an anti-join
+        -- planned after it: a list built for nothing on every claim)
+        WHERE fl.name NOT IN (SELECT flow FROM flow_seen)
         UNION ALL
         -- a list flow_freed looked at only down to flow_seen's point: its entries up to there but
         -- those over, then the rest as they are (a slice, not a pass), then this claim's
