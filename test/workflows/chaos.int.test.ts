@@ -116,15 +116,22 @@ describe('a five-step workflow in worker processes under faults', () => {
     try {
       await Promise.all([add(), add(), add()].map((p) => p.ready));
       const deadline = Date.now() + 300_000;
-      while ((await doneCount()) < ids.length) {
-        if (Date.now() > deadline) throw new Error(`only ${await doneCount()} of ${ids.length} runs done`);
-        await new Promise((r) => setTimeout(r, 150 + Math.random() * 450));
-        if (killed.size >= 40) continue;
-        const live = [...procs.values()].filter((p) => !killed.has(p.pid));
-        const victim = live[Math.floor(Math.random() * live.length)]!;
-        killed.add(victim.pid);
-        victim.child.kill('SIGKILL');
-        add();
+      // a worker dies every 5-15 runs done, at whatever point it has reached: kills follow the
+      // runs' progress, not the clock, so a fast machine that finishes in seconds kills as many
+      // (one kill every 150-600 ms once let 200 runs finish after 5 kills)
+      const spacing = ids.length / 20;
+      let killAt = 0;
+      for (let done = await doneCount(); done < ids.length; done = await doneCount()) {
+        if (Date.now() > deadline) throw new Error(`only ${done} of ${ids.length} runs done`);
+        if (done >= killAt && killed.size < 40) {
+          const live = [...procs.values()].filter((p) => !killed.has(p.pid));
+          const victim = live[Math.floor(Math.random() * live.length)]!;
+          killed.add(victim.pid);
+          victim.child.kill('SIGKILL');
+          add();
+          killAt = done + spacing * (0.5 + Math.random());
+        }
+        await new Promise((r) => setTimeout(r, 20 + Math.random() * 60));
       }
     } finally {
       await stopAll(procs.values());
