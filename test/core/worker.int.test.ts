@@ -46,15 +46,23 @@ describe('the worker', () => {
     worker.on('worker:error', ({ error }) => void errors.push(error));
     await worker.start();
     // The listener's session is the one whose last statement is its LISTEN or a claim: the worker
-    // sends its claims on the LISTEN connection while it is up, and through its pool only while it
-    // is not (before the kill, none; after it, the pool's sessions started before the kill).
+    // sends its claims, and its sleep announcement, on the LISTEN connection while it is up, and
+    // through its pool only while it is not (before the kill, none; after it, the pool's sessions
+    // started before the kill). The pid is taken from the read that found the one session: its last
+    // statement may change between two reads.
     const listenerSessions = (since: Date) => sql<{ pid: number }>`SELECT pid FROM pg_stat_activity
       WHERE application_name = 'relisten-test' AND backend_start > ${since}
-        AND (query ILIKE 'LISTEN%' OR query LIKE '%ready AS (%')`.execute(t.db);
-    await expect.poll(async () => (await listenerSessions(new Date(0))).rows.length, { timeout: 5_000 }).toBe(1);
+        AND (query ILIKE 'LISTEN%' OR query LIKE '%ready AS (%' OR query LIKE '%leasehold:wake%')`.execute(t.db);
+    let listenerPid: number | undefined;
+    await expect
+      .poll(async () => {
+        const { rows } = await listenerSessions(new Date(0));
+        listenerPid = rows.length === 1 ? rows[0]!.pid : undefined;
+        return rows.length;
+      }, { timeout: 5_000 })
+      .toBe(1);
     const killedAt = (await sql<{ at: Date }>`SELECT clock_timestamp() AS at`.execute(t.db)).rows[0]!.at;
-    const [listener] = (await listenerSessions(new Date(0))).rows;
-    await sql`SELECT pg_terminate_backend(${listener!.pid}::int)`.execute(t.db);
+    await sql`SELECT pg_terminate_backend(${listenerPid!}::int)`.execute(t.db);
     await expect.poll(() => errors.length, { timeout: 5_000 }).toBeGreaterThan(0);
     // wait until the listener is back, on a new session
     await expect.poll(async () => (await listenerSessions(killedAt)).rows.length, { timeout: 10_000 }).toBe(1);
