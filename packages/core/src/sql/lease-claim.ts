@@ -117,6 +117,12 @@ export interface LeaseClaimResult<Row> {
    * ahead of what it has buffered.
    */
   readonly limitedIds: readonly string[] | null;
+  /**
+   * The whole claim looked for expired leases (`expired`) and found a full batch of them: more
+   * may wait past it (a crashed worker held more than one claim's worth). Look again with the
+   * next claim rather than at the cadence's next turn. False otherwise, and for a ready-only claim.
+   */
+  readonly expiredLeft: boolean;
 }
 
 export const REAP_ERROR = 'lease expired after max attempts (worker crash?)';
@@ -183,6 +189,7 @@ function claimResult<Row>(table: LeasedTable<Row>, rows: readonly Record<string,
   let readyFirst: string | null = null;
   let nextDueMs: number | null = null;
   let limitedIds: readonly string[] | null = null;
+  let expiredLeft = false;
   const json = table.claimJson;
   for (const raw of rows) {
     if (raw.claimed === true) {
@@ -196,11 +203,12 @@ function claimResult<Row>(table: LeasedTable<Row>, rows: readonly Record<string,
       promoted = raw.promoted === null ? 0 : Number(raw.promoted);
       nextDueMs = raw.next_due_ms === null ? null : Math.max(0, Number(raw.next_due_ms));
       limitedIds = (raw.limited_ids as string[] | null) ?? null;
+      expiredLeft = raw.expired_left === true;
     }
   }
   // RETURNING has no order; the design article sorts by id
   claimed.sort(byId);
-  return { claimed, reaped, waitMs, promoted, readyFirst, nextDueMs, limitedIds };
+  return { claimed, reaped, waitMs, promoted, readyFirst, nextDueMs, limitedIds, expiredLeft };
 }
 
 function byId(a: { readonly id: string }, b: { readonly id: string }): number {
@@ -400,7 +408,7 @@ function claimStatement(shape: ClaimShape, v: ClaimValues): RawBuilder<Record<st
         ORDER BY priority DESC, id
         LIMIT ${limit}
       ), ${claimed(sql`picked`, shape.flows ? WHOLE_RESUMABLE_WITH_FLOWS : WHOLE_RESUMABLE)}${woken}, ${nextDue}${written}
-      ${table.claimJson === undefined ? rowsWholeSelect(table, shape.flows) : jsonWholeSelect(shape.flows)}
+      ${table.claimJson === undefined ? rowsWholeSelect(table, shape.flows, limit) : jsonWholeSelect(shape.flows, limit)}
     `;
 }
 
@@ -440,16 +448,16 @@ function nextDueCte(shape: ClaimShape, v: ClaimValues, t: RawBuilder<unknown>, n
 
 // claimed rows one protocol row each (claimColumns), then the reaped rows and the claim's own
 // row: the limits' wait and promotions, and the look ahead (next_due)
-function rowsWholeSelect(table: LeasedTable<unknown>, flows: boolean): RawBuilder<unknown> {
+function rowsWholeSelect(table: LeasedTable<unknown>, flows: boolean, limit: RawBuilder<unknown>): RawBuilder<unknown> {
   return sql`
       SELECT true AS claimed, claimed.*, NULL::float8 AS wait_ms, NULL::bigint AS promoted, ${READY_FIRST} AS ready_first,
-             NULL::float8 AS next_due_ms, NULL::text[] AS limited_ids FROM claimed
+             NULL::float8 AS next_due_ms, NULL::text[] AS limited_ids, NULL::boolean AS expired_left FROM claimed
       UNION ALL
-      SELECT false AS claimed, reaped.id, reaped.lease_version, ${nullColumns(table, false, flows)}, NULL, NULL, NULL, NULL, NULL FROM reaped
+      SELECT false AS claimed, reaped.id, reaped.lease_version, ${nullColumns(table, false, flows)}, NULL, NULL, NULL, NULL, NULL, NULL FROM reaped
       UNION ALL
       SELECT NULL AS claimed, ${nullColumns(table, true, flows)},
              ${flows ? sql`(SELECT ms FROM flow_wait)` : sql`NULL`}, ${flows ? sql`(SELECT count(*) FROM flow_promoted)` : sql`NULL`}, NULL,
-             (SELECT ms FROM next_due), ${flows ? LIMITED_IDS : sql`NULL`}`;
+             (SELECT ms FROM next_due), ${flows ? LIMITED_IDS : sql`NULL`}, ${expiredLeft(limit)}`;
 }
 
 /** What a JSON claim's `claimed` CTE returns: what the limits' bookkeeping reads, and the row as JSON (`j`). */
@@ -478,6 +486,14 @@ function jsonSelect(): RawBuilder<unknown> {
   return sql`SELECT true AS claimed, ${chunks.text} AS rows, ${READY_FIRST} AS ready_first FROM claimed GROUP BY ${chunks.groupBy}`;
 }
 
+/**
+ * What `LeaseClaimResult.expiredLeft` reports: the expired source was full (a look without
+ * expired leases selects none, so this is false then).
+ */
+function expiredLeft(limit: RawBuilder<unknown>): RawBuilder<unknown> {
+  return sql`(SELECT count(*) FROM expired) >= ${limit}`;
+}
+
 /** What `LeaseClaimResult.limitedIds` reports (the claimed CTE returns `flow` with limits). */
 const LIMITED_IDS = sql`(SELECT array_agg(claimed.id::text) FROM claimed WHERE claimed.flow IS NOT NULL)`;
 
@@ -485,18 +501,18 @@ const LIMITED_IDS = sql`(SELECT array_agg(claimed.id::text) FROM claimed WHERE c
 const READY_FIRST = sql`(SELECT min(ready.id) FROM ready WHERE ready.priority = 0)`;
 
 // the JSON chunks, then the reaped rows (`id`, `lease_version`) and the claim's own row (see rowsWholeSelect)
-function jsonWholeSelect(flows: boolean): RawBuilder<unknown> {
+function jsonWholeSelect(flows: boolean, limit: RawBuilder<unknown>): RawBuilder<unknown> {
   const chunks = jsonChunks();
   return sql`
       SELECT true AS claimed, ${chunks.text} AS rows, NULL::bigint AS id, NULL::bigint AS lease_version,
              NULL::float8 AS wait_ms, NULL::bigint AS promoted, ${READY_FIRST} AS ready_first, NULL::float8 AS next_due_ms,
-             NULL::text[] AS limited_ids
+             NULL::text[] AS limited_ids, NULL::boolean AS expired_left
       FROM claimed GROUP BY ${chunks.groupBy}
       UNION ALL
-      SELECT false, NULL, reaped.id, reaped.lease_version, NULL, NULL, NULL, NULL, NULL FROM reaped
+      SELECT false, NULL, reaped.id, reaped.lease_version, NULL, NULL, NULL, NULL, NULL, NULL FROM reaped
       UNION ALL
       SELECT NULL, NULL, NULL, NULL, ${flows ? sql`(SELECT ms FROM flow_wait), (SELECT count(*) FROM flow_promoted)` : sql`NULL, NULL`}, NULL,
-             (SELECT ms FROM next_due), ${flows ? LIMITED_IDS : sql`NULL`}`;
+             (SELECT ms FROM next_due), ${flows ? LIMITED_IDS : sql`NULL`}, ${expiredLeft(limit)}`;
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { EventEmitter } from 'eventemitter3';
 import { toError } from '../errors.js';
 import type { Executor } from '../sql/execute.js';
-import { leaseClaim } from '../sql/lease-claim.js';
+import { leaseClaim, type LeaseClaimResult } from '../sql/lease-claim.js';
 import { readyFloorProbe } from '../sql/ready-floor-probe.js';
 import type { Claimed } from '../sql/lease-row.js';
 import type { ClaimSizing } from './claim-sizing.js';
@@ -118,6 +118,10 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>): Promise<void>
   let probing = false;
   // the previous whole claim woke parked runs: the next claim takes them (as due rows)
   let wholeNext = false;
+  // the previous look for expired leases found a full batch: the next claim looks again, so a
+  // crashed worker's many leases are taken over at the pace of claims, not one batch a cadence
+  // (or, for a worker that sleeps in between, one batch a poll interval)
+  let expiredLeft = false;
   const probe = () => {
     probing = true;
     const sent = performance.now();
@@ -159,14 +163,14 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>): Promise<void>
     // something came due (the timer fired) or was just woken: only the whole claim takes it
     const due = timer.take() || wholeNext;
     wholeNext = false;
-    const readyOnly = (flows === undefined || flows.length === 0) && !parts.guard.armed && !due && (woken || performance.now() - wholeAt < wholeEveryMs);
+    const readyOnly: boolean = (flows === undefined || flows.length === 0) && !parts.guard.armed && !due && !expiredLeft && (woken || performance.now() - wholeAt < wholeEveryMs);
     if (!readyOnly) wholeAt = performance.now();
     const sentAt = performance.now();
     // a wake that came before this claim is answered by it: it must not cause another (a timer
     // that fired while the loop armed, say, would be followed by a ready-only claim, an arm and a
     // whole claim, all for nothing). A wake during the claim is still remembered.
     wakeup.clear();
-    const expired = !readyOnly && sentAt - expiredAt >= expiredEveryMs;
+    const expired: boolean = !readyOnly && (expiredLeft || sentAt - expiredAt >= expiredEveryMs);
     let expiredWithinMs: number | undefined;
     if (expired) {
       expiredAt = sentAt;
@@ -183,7 +187,7 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>): Promise<void>
     // than one without a floor. A busy one probes beside its claims (below), off their path.
     const floorless = !readyOnly && idle && floor.probeDue();
     const readyFloor = floorless ? '0' : floor.floor();
-    const claim = (executor: Executor) =>
+    const claim = (executor: Executor): Promise<LeaseClaimResult<Row>> =>
       leaseClaim(executor, o.table, {
         owner: o.owner,
         batch: want,
@@ -220,6 +224,7 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>): Promise<void>
       claimed = result.claimed;
       promoted = result.promoted;
       limitedIds = result.limitedIds;
+      if (expired) expiredLeft = result.expiredLeft;
       if (result.waitMs !== null) timer.in(result.waitMs);
       if (result.nextDueMs !== null) {
         if (result.nextDueMs === 0) wholeNext = true;
@@ -238,7 +243,7 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>): Promise<void>
     if (claimed.length > 0) idle = false;
     runner.acceptAll(claimed, limitedIds);
     // a full batch, or rows that just became claimable (limited rows due, parked runs woken)
-    if (claimed.length === want || promoted > 0 || wholeNext) {
+    if (claimed.length === want || promoted > 0 || wholeNext || expiredLeft) {
       parts.guard.disarm();
       continue; // there may be more waiting
     }

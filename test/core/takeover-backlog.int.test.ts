@@ -1,0 +1,46 @@
+// A crashed worker can hold far more leases than one claim of the worker that takes over: its
+// buffer filled up to the largest claim. Those leases all run out together, and every one of them
+// must start again within its lease plus the expired-lease cadence (docs/operations.md), not one
+// claim's worth per poll interval of a worker that goes to sleep in between (a workflow harness
+// run took 500 crashed runs back 16 at a time, 2 s apart).
+import { claim, createWorker, defineTask, enqueueMany } from '@leasehold/core';
+import { sql } from 'kysely';
+import { describe, expect, it } from 'vitest';
+import { useTestDatabase } from '../fixtures.js';
+import { useWorkers } from '../workers.js';
+import { waitUntil } from '../wake-state.js';
+
+const t = useTestDatabase();
+const track = useWorkers();
+
+const TASKS = 64;
+// The worker that takes over sleeps this long between polls: everything below must happen
+// through its claims, well inside one poll interval.
+const POLL_MS = 120_000;
+const DEADLINE_MS = POLL_MS / 4;
+
+describe('a crashed worker\'s many expired leases', () => {
+  it('are all taken over by the claims that follow the first look, not one batch per poll', async () => {
+    const started: string[] = [];
+    const job = defineTask<{ i: number }>('takeover-backlog.job', {
+      handler: (_p, ctx) => {
+        started.push(ctx.task.id);
+      },
+    });
+    const tasks = await enqueueMany(t.pool, job, Array.from({ length: TASKS }, (_, i) => ({ payload: { i } })));
+    // the crashed worker's claim, then its leases run out (no heartbeat extends them)
+    const taken = await claim(t.pool, { owner: 'crashed', batch: TASKS, lease: '1m' });
+    expect(taken).toHaveLength(TASKS);
+    await sql`UPDATE leasehold.task SET lease_until = now() - interval '1 second' WHERE lease_owner = 'crashed'`.execute(t.db);
+
+    // two slots and no handler time seen yet: its claims take two rows each
+    const worker = track(createWorker({ pool: t.pool, tasks: [job], concurrency: 2, pollInterval: POLL_MS }));
+    await worker.start();
+    const done = async () =>
+      (await sql<{ n: number }>`SELECT count(*)::int AS n FROM leasehold.task WHERE status = 'done' AND lease_version = 2`.execute(t.db)).rows[0]!.n;
+    await waitUntil(`all ${TASKS} expired leases taken over and done within a quarter of the poll interval`, async () => (await done()) === TASKS, DEADLINE_MS);
+    expect(new Set(started).size).toBe(TASKS);
+    expect(started.sort()).toEqual(tasks.map((h) => h.id).sort());
+    await worker.stop();
+  });
+});
