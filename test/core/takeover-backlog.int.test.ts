@@ -2,7 +2,9 @@
 // buffer filled up to the largest claim. Those leases all run out together, and every one of them
 // must start again within its lease plus the expired-lease cadence (docs/operations.md), not one
 // claim's worth per poll interval of a worker that goes to sleep in between (a workflow harness
-// run took 500 crashed runs back 16 at a time, 2 s apart).
+// run took 500 crashed runs back 16 at a time, 2 s apart), nor one claim's worth a minute once
+// they ran out longer ago than a look's margin (the looks after a full one read only what ran out
+// since it: every worker down for a minute, or a backlog that takes longer than the margin).
 import { claim, createWorker, defineTask, enqueueMany } from '@leasehold/core';
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
@@ -28,10 +30,11 @@ describe('a crashed worker\'s many expired leases', () => {
       },
     });
     const tasks = await enqueueMany(t.pool, job, Array.from({ length: TASKS }, (_, i) => ({ payload: { i } })));
-    // the crashed worker's claim, then its leases run out (no heartbeat extends them)
+    // the crashed worker's claim; its leases ran out a minute ago (no heartbeat extended them, and
+    // no worker was up since), longer ago than the 5 s margin of a look after the first
     const taken = await claim(t.pool, { owner: 'crashed', batch: TASKS, lease: '1m' });
     expect(taken).toHaveLength(TASKS);
-    await sql`UPDATE leasehold.task SET lease_until = now() - interval '1 second' WHERE lease_owner = 'crashed'`.execute(t.db);
+    await sql`UPDATE leasehold.task SET lease_until = now() - interval '1 minute' WHERE lease_owner = 'crashed'`.execute(t.db);
 
     // two slots and no handler time seen yet: its claims take two rows each
     const worker = track(createWorker({ pool: t.pool, tasks: [job], concurrency: 2, pollInterval: POLL_MS }));

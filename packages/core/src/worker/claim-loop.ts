@@ -108,7 +108,8 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>): Promise<void>
   let wholeAt = -Infinity;
   const wholeEveryMs = Math.min(WHOLE_CLAIM_EVERY_MS, o.pollIntervalMs);
   let expiredAt = -Infinity;
-  // when the previous successful look for expired leases was sent, and the last one from the start
+  // when the previous successful look for expired leases that took all it found was sent (every
+  // lease that ran out before it, less the margin, was taken), and the last one from the start
   let expiredLookedAt: number | undefined;
   let expiredFullAt = -Infinity;
   const expiredEveryMs = Math.min(EXPIRED_EVERY_MS, o.pollIntervalMs / 4);
@@ -215,7 +216,10 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>): Promise<void>
       if (expired) {
         // a look that reached the server later than the margin allows may have left a gap
         if (performance.now() - sentAt > EXPIRED_MARGIN_MS) expiredLookedAt = undefined;
-        else expiredLookedAt = sentAt;
+        // A look that found a full batch left leases behind that may have run out long before it
+        // (every worker was down, or the backlog outlasts the margin): the next looks start where
+        // this one did, or they would pass over those until the minute's full look
+        else if (!result.expiredLeft) expiredLookedAt = sentAt;
       }
       if (result.readyFirst !== null) floor.saw(sentAt, performance.now(), result.readyFirst);
       if (!probing && !idle && floor.probeDue()) probe();
