@@ -23,6 +23,11 @@ export const AUTO_WINDOW_MS = 100;
 export interface Holding {
   /** Handlers running. */
   readonly running: number;
+  /**
+   * Handlers that lent their slot while they wait for a write of the worker's own: sized as
+   * running (lending starts buffered tasks sooner; it does not claim more).
+   */
+  readonly lent?: number;
   /** Claimed tasks waiting for a slot. */
   readonly buffered: number;
   /** Tasks whose handler is done and whose fenced write is queued or under way. */
@@ -87,12 +92,13 @@ export class ClaimSizing {
   want(h: Holding): number {
     const { concurrency } = this.#s;
     const prefetch = this.prefetch;
-    const slotFree = h.running < concurrency && h.buffered === 0;
+    const running = h.running + (h.lent ?? 0);
+    const slotFree = running < concurrency && h.buffered === 0;
     if (!slotFree && h.buffered > Math.floor(prefetch / 2)) return 0;
     // writes queued beyond a full buffer hold capacity: claims must not outrun the fenced
     // writes, or leases would run out unwritten
     const lagging = Math.max(0, h.writing - (concurrency + prefetch));
-    const room = concurrency + prefetch - h.running - h.buffered - lagging;
+    const room = concurrency + prefetch - running - h.buffered - lagging;
     if (room <= 0) return 0;
     if (this.#s.batch !== undefined) return Math.min(room, this.#s.batch);
     return floorPowerOfTwo(Math.min(room, AUTO_BATCH_MAX));

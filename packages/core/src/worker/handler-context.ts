@@ -48,6 +48,15 @@ export interface RunnerControl {
    * is the task's outcome instead.
    */
   onReturn(check: () => Error | undefined): void;
+  /**
+   * The run is about to wait for a write of the worker's own (a workflow step's record) and runs
+   * none of its code until it has the answer: its slot goes to the next task meanwhile, as a
+   * parked run's does. The function returned takes a slot back, and resolves once the run holds
+   * one (at once while one is free, else at the next one that frees, ahead of buffered tasks);
+   * call it before the run's code goes on. A run that ended meanwhile (aborted, say) takes none.
+   * Absent where the runner lends no slots.
+   */
+  release?(): () => Promise<void>;
 }
 
 /** The runner's control of a context made by the worker runtime, if it is one. @internal */

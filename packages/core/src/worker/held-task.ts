@@ -52,6 +52,8 @@ export class Held<Row> extends TaskAbort implements QueuedWrite {
   suspended = false;
   /** Asked when the handler returns (see `RunnerControl.onReturn`). */
   returnCheck: (() => Error | undefined) | undefined = undefined;
+  /** The handler gave its slot back while it waits for a write (see `RunnerControl.release`). */
+  released = false;
   /** The handler returned, threw or was aborted: what came first is what counts. */
   ended = false;
   /** Aborts the handler after `handlerTimeout`, when one is set. */

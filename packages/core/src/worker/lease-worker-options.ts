@@ -40,7 +40,7 @@ export interface LeaseWorkerOptions<Row> extends RunOptions, PoolerOptions {
   result?: (value: unknown, task: Claimed<Row>) => string | null;
   /** Recorded as `lease_owner`. @defaultValue `<hostname>:<pid>:<random>` */
   owner?: string;
-  /** Most handlers running at once. @defaultValue 8 */
+  /** Most handlers running their code at once (a workflow run resumed after a park lends its slot while it waits for its own record: docs/worker-lifecycle.md). @defaultValue 8 */
   concurrency?: number;
   /**
    * Most rows per claim statement. For experts: left out, the worker sizes its claims itself

@@ -59,6 +59,10 @@ export class TaskRunner<Row> implements HeldBy<Row> {
   readonly #held = new Set<Held<Row>>();
   /** Claimed, waiting for a free slot. */
   #buffer: Held<Row>[] = [];
+  /** Handlers that gave their slot back (see {@link release}) and wait for one again: served first. */
+  #resuming: { readonly h: Held<Row>; readonly resolve: () => void }[] = [];
+  /** Handlers that lent their slot (see {@link release}) and have not taken one back. */
+  #lent = 0;
   /** Where the buffer's next task is (the buffer is consumed from the front). */
   #next = 0;
   #handlers = 0;
@@ -105,9 +109,17 @@ export class TaskRunner<Row> implements HeldBy<Row> {
     return this.#buffer.length - this.#next;
   }
 
+  /**
+   * Handlers that lent their slot while they wait for a write of the worker's own (see
+   * `RunnerControl.release`): running all the same, for the claim sizing.
+   */
+  get lent(): number {
+    return this.#lent;
+  }
+
   /** Tasks whose handler is done and whose fenced write is under way. */
   get writing(): number {
-    return this.#held.size - this.#handlers - this.buffered;
+    return this.#held.size - this.#handlers - this.#lent - this.buffered;
   }
 
   /**
@@ -234,6 +246,14 @@ export class TaskRunner<Row> implements HeldBy<Row> {
     if (this.#pumping) return;
     this.#pumping = true;
     try {
+      // handlers that lent their slot come first: they are running tasks (a stopping worker's too)
+      while (this.#resuming.length > 0 && this.#handlers < this.#p.options.concurrency) {
+        const { h, resolve } = this.#resuming.shift()!;
+        h.released = false;
+        this.#lent--;
+        this.#handlers++;
+        resolve();
+      }
       while (this.#handlers < this.#p.options.concurrency && this.#p.running()) {
         const next = this.#shift();
         if (next === undefined) break;
@@ -299,6 +319,39 @@ export class TaskRunner<Row> implements HeldBy<Row> {
     this.#handlerEnded(h, NOTHING);
   }
 
+  /**
+   * A running handler gives its slot back while it waits for a write of the worker's own (see
+   * `RunnerControl.release`); the function returned takes one back.
+   */
+  release(h: Held<Row>): () => Promise<void> {
+    if (h.ended || h.released) return resolvedResume;
+    h.released = true;
+    this.#handlers--;
+    this.#lent++;
+    // the slot goes to a buffered task; the claim sizing counts this one as running still, so
+    // that lending does not claim more (more runs under way would each wait longer for their
+    // writes and their slots back)
+    try {
+      this.#pump();
+    } catch (error) {
+      this.#p.onError(toError(error));
+    }
+    let back: Promise<void> | undefined;
+    return () => (back ??= this.#takeBack(h));
+  }
+
+  #takeBack(h: Held<Row>): Promise<void> {
+    // ended meanwhile (aborted): it holds nothing and takes nothing; its result is dropped
+    if (!h.released || h.ended) return Promise.resolve();
+    if (this.#handlers < this.#p.options.concurrency) {
+      h.released = false;
+      this.#lent--;
+      this.#handlers++;
+      return Promise.resolve();
+    }
+    return new Promise<void>((resolve) => this.#resuming.push({ h, resolve }));
+  }
+
   /** An abort ended the wait for a running handler (see `Held.onAborted`). @internal */
   handlerAborted(h: Held<Row>, reason: unknown): void {
     this.#handlerEnded(h, reason);
@@ -310,7 +363,13 @@ export class TaskRunner<Row> implements HeldBy<Row> {
     h.ended = true;
     h.waiting = false;
     if (h.timer !== undefined) clearTimeout(h.timer);
-    this.#handlers--;
+    if (h.released) {
+      // ended while its slot was lent (an abort): it holds none; a wait for one ends here
+      h.released = false;
+      this.#lent--;
+      const at = this.#resuming.findIndex((r) => r.h === h);
+      if (at >= 0) this.#resuming.splice(at, 1)[0]!.resolve();
+    } else this.#handlers--;
     try {
       // the slot is free now: hand it to a buffered task; the claim loop decides on a refill
       this.#pump();
@@ -462,6 +521,8 @@ export class TaskRunner<Row> implements HeldBy<Row> {
   }
 }
 
+const resolvedResume = () => Promise.resolve();
+
 /** What a handler that returned "threw". */
 const NOTHING: unknown = Symbol('nothing thrown');
 
@@ -493,6 +554,7 @@ class Context<Row> implements HandlerContext {
       onReturn: (check) => {
         h.returnCheck = check;
       },
+      release: () => this.#runner.release(h),
     });
   }
 
