@@ -46,4 +46,26 @@ describe('a crashed worker\'s many expired leases', () => {
     expect(started.sort()).toEqual(tasks.map((h) => h.id).sort());
     await worker.stop();
   });
+
+  it('a lease that runs out while the worker sleeps is taken over then, not at its next poll', async () => {
+    let started = 0;
+    const job = defineTask<{ i: number }>('takeover-backlog.one', {
+      handler: () => {
+        started++;
+      },
+    });
+    const [task] = await enqueueMany(t.pool, job, [{ payload: { i: 0 } }]);
+    // a worker that crashed right after its claim: the lease runs out in 1.9 s, with no heartbeat
+    const [held] = await claim(t.pool, { owner: 'crashed', batch: 1, lease: 1_900 });
+    expect(held!.id).toBe(task!.id);
+    // its first claim finds the lease running, and looks ahead for the moment it runs out (a
+    // worker whose start took longer than the lease takes it over at its first claim)
+    const worker = track(createWorker({ pool: t.pool, tasks: [job], concurrency: 2, pollInterval: POLL_MS }));
+    await worker.start();
+    const takenOver = async () =>
+      (await sql<{ n: number }>`SELECT count(*)::int AS n FROM leasehold.task WHERE id = ${task!.id} AND status = 'done' AND lease_version = 2`.execute(t.db)).rows[0]!.n === 1;
+    await waitUntil('the lease taken over once it ran out, within a quarter of the poll interval', takenOver, DEADLINE_MS);
+    expect(started).toBe(1);
+    await worker.stop();
+  });
 });

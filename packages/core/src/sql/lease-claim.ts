@@ -123,7 +123,21 @@ export interface LeaseClaimResult<Row> {
    * next claim rather than at the cadence's next turn. False otherwise, and for a ready-only claim.
    */
   readonly expiredLeft: boolean;
+  /**
+   * With `expired`: in how many ms, by the database's clock, the earliest lease this claim could
+   * take over runs out, within `dueWithinMs` and at most {@link LEASE_DUE_WITHIN_MS}; null when
+   * none does, and without `expired`. A live worker's lease is extended when a third of it has
+   * passed, so with leases over 3 s this is a lease whose holder stopped extending it.
+   */
+  readonly leaseDueMs: number | null;
 }
+
+/**
+ * How far ahead a claim that looks for expired leases looks for the next one to run out (ms).
+ * The look reads the leases' index from `now()` on, where a snapshot held elsewhere keeps an entry
+ * for every task claimed one lease before: bounded as the look behind (`expiredWithinMs`) is.
+ */
+export const LEASE_DUE_WITHIN_MS = 2_000;
 
 export const REAP_ERROR = 'lease expired after max attempts (worker crash?)';
 
@@ -172,6 +186,7 @@ export async function leaseClaim<Row>(
     // some 30 years: every lease, in the same statement
     expiredWithinMs: input.expiredWithinMs ?? 1e12,
     dueWithinMs: Math.max(0, input.dueWithinMs ?? 0),
+    leaseDueWithinMs: Math.min(LEASE_DUE_WITHIN_MS, Math.max(0, input.dueWithinMs ?? 0)),
   };
   const shape = { table, limit: literal ? input.batch : undefined, names: input.names !== undefined, versions, perName, flows, flowNames: flows ? [...input.flows!] : [], expired };
   const build = readyOnly ? (v: ClaimValues) => readyClaimStatement(shape, v) : (v: ClaimValues) => claimStatement(shape, v);
@@ -190,6 +205,7 @@ function claimResult<Row>(table: LeasedTable<Row>, rows: readonly Record<string,
   let nextDueMs: number | null = null;
   let limitedIds: readonly string[] | null = null;
   let expiredLeft = false;
+  let leaseDueMs: number | null = null;
   const json = table.claimJson;
   for (const raw of rows) {
     if (raw.claimed === true) {
@@ -204,11 +220,12 @@ function claimResult<Row>(table: LeasedTable<Row>, rows: readonly Record<string,
       nextDueMs = raw.next_due_ms === null ? null : Math.max(0, Number(raw.next_due_ms));
       limitedIds = (raw.limited_ids as string[] | null) ?? null;
       expiredLeft = raw.expired_left === true;
+      leaseDueMs = raw.lease_due_ms == null ? null : Math.max(0, Number(raw.lease_due_ms));
     }
   }
   // RETURNING has no order; the design article sorts by id
   claimed.sort(byId);
-  return { claimed, reaped, waitMs, promoted, readyFirst, nextDueMs, limitedIds, expiredLeft };
+  return { claimed, reaped, waitMs, promoted, readyFirst, nextDueMs, limitedIds, expiredLeft, leaseDueMs };
 }
 
 function byId(a: { readonly id: string }, b: { readonly id: string }): number {
@@ -255,6 +272,7 @@ interface ClaimValues {
   readonly readyFloor: string;
   readonly expiredWithinMs: number;
   readonly dueWithinMs: number;
+  readonly leaseDueWithinMs: number;
 }
 
 /** The pieces both claim statements share. */
@@ -374,7 +392,7 @@ function claimStatement(shape: ClaimShape, v: ClaimValues): RawBuilder<Record<st
         RETURNING 1
       )`
     : sql``;
-  const nextDue = nextDueCte(shape, v, t, nameFilter, unlimited);
+  const nextDue = sql`${nextDueCte(shape, v, t, nameFilter, unlimited)}, ${leaseDueCte(shape, v, t, nameFilter, unlimited)}`;
   // without expired leases: the reap's and the expired source's CTEs select nothing, by a
   // constant condition the planner removes, so the statement keeps its shape
   const leases = shape.expired ? sql`AND lease_until >= now() - ${v.expiredWithinMs}::float8 * interval '1 millisecond'` : sql`AND false`;
@@ -446,18 +464,33 @@ function nextDueCte(shape: ClaimShape, v: ClaimValues, t: RawBuilder<unknown>, n
   return table.waits ? sql`next_due AS (SELECT CASE WHEN EXISTS (SELECT 1 FROM woken) THEN 0 ELSE ${ms} END AS ms)` : sql`next_due AS (SELECT ${ms} AS ms)`;
 }
 
+/**
+ * `lease_due (ms)`: see `LeaseClaimResult.leaseDueMs`. One probe of `<table>_leased` from `now()`
+ * on, only in a claim that looks for expired leases (so as often as the look behind it), with the
+ * expired source's own filters.
+ */
+function leaseDueCte(shape: ClaimShape, v: ClaimValues, t: RawBuilder<unknown>, nameFilter: RawBuilder<unknown>, unlimited: RawBuilder<unknown>): RawBuilder<unknown> {
+  if (!shape.expired) return sql`lease_due AS (SELECT NULL::float8 AS ms)`;
+  return sql`lease_due AS (
+        SELECT date_part('epoch', c.lease_until - now()) * 1000 AS ms FROM ${t} AS c
+        WHERE c.status = 'processing' AND c.lease_until >= now()
+          AND c.lease_until <= now() + ${v.leaseDueWithinMs}::float8 * interval '1 millisecond' ${unlimited} ${nameFilter}
+        ORDER BY c.lease_until LIMIT 1
+      )`;
+}
+
 // claimed rows one protocol row each (claimColumns), then the reaped rows and the claim's own
 // row: the limits' wait and promotions, and the look ahead (next_due)
 function rowsWholeSelect(table: LeasedTable<unknown>, flows: boolean, limit: RawBuilder<unknown>): RawBuilder<unknown> {
   return sql`
       SELECT true AS claimed, claimed.*, NULL::float8 AS wait_ms, NULL::bigint AS promoted, ${READY_FIRST} AS ready_first,
-             NULL::float8 AS next_due_ms, NULL::text[] AS limited_ids, NULL::boolean AS expired_left FROM claimed
+             NULL::float8 AS next_due_ms, NULL::text[] AS limited_ids, NULL::boolean AS expired_left, NULL::float8 AS lease_due_ms FROM claimed
       UNION ALL
-      SELECT false AS claimed, reaped.id, reaped.lease_version, ${nullColumns(table, false, flows)}, NULL, NULL, NULL, NULL, NULL, NULL FROM reaped
+      SELECT false AS claimed, reaped.id, reaped.lease_version, ${nullColumns(table, false, flows)}, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM reaped
       UNION ALL
       SELECT NULL AS claimed, ${nullColumns(table, true, flows)},
              ${flows ? sql`(SELECT ms FROM flow_wait)` : sql`NULL`}, ${flows ? sql`(SELECT count(*) FROM flow_promoted)` : sql`NULL`}, NULL,
-             (SELECT ms FROM next_due), ${flows ? LIMITED_IDS : sql`NULL`}, ${expiredLeft(limit)}`;
+             (SELECT ms FROM next_due), ${flows ? LIMITED_IDS : sql`NULL`}, ${expiredLeft(limit)}, (SELECT ms FROM lease_due)`;
 }
 
 /** What a JSON claim's `claimed` CTE returns: what the limits' bookkeeping reads, and the row as JSON (`j`). */
@@ -506,13 +539,13 @@ function jsonWholeSelect(flows: boolean, limit: RawBuilder<unknown>): RawBuilder
   return sql`
       SELECT true AS claimed, ${chunks.text} AS rows, NULL::bigint AS id, NULL::bigint AS lease_version,
              NULL::float8 AS wait_ms, NULL::bigint AS promoted, ${READY_FIRST} AS ready_first, NULL::float8 AS next_due_ms,
-             NULL::text[] AS limited_ids, NULL::boolean AS expired_left
+             NULL::text[] AS limited_ids, NULL::boolean AS expired_left, NULL::float8 AS lease_due_ms
       FROM claimed GROUP BY ${chunks.groupBy}
       UNION ALL
-      SELECT false, NULL, reaped.id, reaped.lease_version, NULL, NULL, NULL, NULL, NULL, NULL FROM reaped
+      SELECT false, NULL, reaped.id, reaped.lease_version, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM reaped
       UNION ALL
       SELECT NULL, NULL, NULL, NULL, ${flows ? sql`(SELECT ms FROM flow_wait), (SELECT count(*) FROM flow_promoted)` : sql`NULL, NULL`}, NULL,
-             (SELECT ms FROM next_due), ${flows ? LIMITED_IDS : sql`NULL`}, ${expiredLeft(limit)}`;
+             (SELECT ms FROM next_due), ${flows ? LIMITED_IDS : sql`NULL`}, ${expiredLeft(limit)}, (SELECT ms FROM lease_due)`;
 }
 
 /**

@@ -123,6 +123,9 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>): Promise<void>
   // crashed worker's many leases are taken over at the pace of claims, not one batch a cadence
   // (or, for a worker that sleeps in between, one batch a poll interval)
   let expiredLeft = false;
+  // when (performance.now()) the earliest lease a look saw running out does: the claim after it
+  // looks for expired leases, whatever the cadence, and a sleeping worker wakes for it
+  let expiredDueAt = Infinity;
   const probe = () => {
     probing = true;
     const sent = performance.now();
@@ -164,14 +167,15 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>): Promise<void>
     // something came due (the timer fired) or was just woken: only the whole claim takes it
     const due = timer.take() || wholeNext;
     wholeNext = false;
-    const readyOnly: boolean = (flows === undefined || flows.length === 0) && !parts.guard.armed && !due && !expiredLeft && (woken || performance.now() - wholeAt < wholeEveryMs);
+    const leaseDue = performance.now() >= expiredDueAt;
+    const readyOnly: boolean = (flows === undefined || flows.length === 0) && !parts.guard.armed && !due && !expiredLeft && !leaseDue && (woken || performance.now() - wholeAt < wholeEveryMs);
     if (!readyOnly) wholeAt = performance.now();
     const sentAt = performance.now();
     // a wake that came before this claim is answered by it: it must not cause another (a timer
     // that fired while the loop armed, say, would be followed by a ready-only claim, an arm and a
     // whole claim, all for nothing). A wake during the claim is still remembered.
     wakeup.clear();
-    const expired: boolean = !readyOnly && (expiredLeft || sentAt - expiredAt >= expiredEveryMs);
+    const expired: boolean = !readyOnly && (expiredLeft || leaseDue || sentAt - expiredAt >= expiredEveryMs);
     let expiredWithinMs: number | undefined;
     if (expired) {
       expiredAt = sentAt;
@@ -228,7 +232,12 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>): Promise<void>
       claimed = result.claimed;
       promoted = result.promoted;
       limitedIds = result.limitedIds;
-      if (expired) expiredLeft = result.expiredLeft;
+      if (expired) {
+        expiredLeft = result.expiredLeft;
+        // counted from the claim's now(), about when it went out, as the next due time is
+        expiredDueAt = result.leaseDueMs === null ? Infinity : sentAt + result.leaseDueMs;
+        if (result.leaseDueMs !== null) timer.in(result.leaseDueMs - (performance.now() - sentAt));
+      }
       if (result.waitMs !== null) timer.in(result.waitMs);
       if (result.nextDueMs !== null) {
         if (result.nextDueMs === 0) wholeNext = true;
