@@ -289,7 +289,7 @@ interface ClaimParts {
    * CTEs that follow it for resumed rows (see ClaimJson.resumed): `resumable` tells the rows that
    * may carry what their earlier leases recorded.
    */
-  readonly claimed: (from: RawBuilder<unknown>, resumable: RawBuilder<unknown>) => RawBuilder<unknown>;
+  readonly claimed: (from: RawBuilder<unknown>, resumable: RawBuilder<unknown>, alsoSet?: RawBuilder<unknown>) => RawBuilder<unknown>;
 }
 
 // Interpolates `v` only (see executeCached): everything that shapes the text is in `shape`.
@@ -327,12 +327,12 @@ function claimParts(shape: ClaimShape, v: ClaimValues): ClaimParts {
         ) AS r
         LIMIT ${limit}
       )`;
-  const claimed = (from: RawBuilder<unknown>, resumable: RawBuilder<unknown>) => {
+  const claimed = (from: RawBuilder<unknown>, resumable: RawBuilder<unknown>, alsoSet: RawBuilder<unknown> = sql``) => {
     const resumed = table.claimJson?.resumed?.(table, resumable);
     return sql`claimed AS (
         UPDATE ${t} AS o
         SET status = 'processing',
-            scheduled = false,${shape.table.waits ? sql`
+            scheduled = false,${alsoSet}${shape.table.waits ? sql`
             wait_for = NULL,` : sql``}
             lease_owner = ${v.owner},
             lease_until = now() + ${leaseMs} * interval '1 millisecond',
@@ -627,4 +627,69 @@ function nullColumns(table: LeasedTable<unknown>, withToken: boolean, flows: boo
     ...(extra.includes('available_at') ? [sql`NULL::float8`] : []),
     ...(flows ? [sql`NULL::text`, sql`NULL::text`] : []),
   ]);
+}
+
+/**
+ * What a fenced write that finishes heads of ordering groups may claim of their next heads, for
+ * the worker that wrote it (see `leaseSettleGroups`): the same filters and lease as its claims.
+ */
+export interface HeadHandoff {
+  readonly owner: string;
+  readonly leaseMs: number;
+  readonly leaseMsByName?: ReadonlyMap<string, number> | undefined;
+  readonly names?: readonly string[] | undefined;
+  readonly versions?: ClaimVersions | undefined;
+  /** Most next heads to take (the worker's room); none when 0. */
+  readonly max: number;
+}
+
+/** The pieces of a head hand-off (see {@link HeadHandoff}); only for a table whose claims send JSON. */
+export interface HandoffParts {
+  /** Conditions on a candidate row (alias `c`) that its claim would also check: due now, not under a limit, of a served name and version. */
+  readonly claimable: RawBuilder<unknown>;
+  /** `claimed AS (UPDATE …)` of the ids `from` yields, each also unblocked, and what follows it for resumed rows. */
+  readonly claimed: (from: RawBuilder<unknown>) => RawBuilder<unknown>;
+  /** `SELECT` of the claimed rows as JSON chunks, a row each (column `rows`), for {@link handedRows}. */
+  readonly chunks: RawBuilder<unknown>;
+}
+
+// Interpolates the hand-off's values as parameters (the settle is planned per call anyway).
+export function handoffParts(table: LeasedTable<unknown>, h: HeadHandoff): HandoffParts {
+  const byName = h.leaseMsByName;
+  const perName = byName !== undefined && byName.size > 0;
+  const shape: ClaimShape = { table, limit: undefined, names: h.names !== undefined, versions: h.versions, perName, flows: false, flowNames: [], expired: false };
+  const v: ClaimValues = {
+    owner: h.owner,
+    batch: h.max,
+    leaseMs: h.leaseMs,
+    names: h.names === undefined ? [] : [...h.names],
+    leaseNames: perName ? [...byName.keys()] : [],
+    leaseValues: perName ? [...byName.values()] : [],
+    flowBatch: 0,
+    versionKeys: h.versions === undefined || h.versions.firstOnly ? [] : h.versions.keys,
+    readyFloor: '0',
+    expiredWithinMs: 0,
+    dueWithinMs: 0,
+    leaseDueWithinMs: 0,
+  };
+  const { nameFilter, unlimited, claimed } = claimParts(shape, v);
+  const chunks = jsonChunks();
+  return {
+    claimable: sql`c.status = 'pending' AND NOT c.scheduled AND c.available_at <= now() ${unlimited} ${nameFilter}`,
+    // a pending row that needs no wake: what its resumed records hold is all committed (its
+    // previous lease ended in a write that committed before this one's snapshot)
+    claimed: (from) => claimed(from, READY_RESUMABLE, sql`
+            blocked = false,`),
+    // a row per chunk, as the claim returns them: in one text[] pg would parse every quote of the JSON
+    chunks: sql`SELECT ${chunks.text} AS rows FROM claimed GROUP BY ${chunks.groupBy}`,
+  };
+}
+
+/** The rows a hand-off claimed, from its JSON chunks, sorted by id as a claim's are. */
+export function handedRows<Row>(table: LeasedTable<Row>, chunks: readonly string[], owner: string): Claimed<Row>[] {
+  const json = table.claimJson;
+  if (json === undefined || chunks.length === 0) return [];
+  const rows: Claimed<Row>[] = [];
+  for (const chunk of chunks) claimedFromChunk(json, chunk, owner, rows);
+  return rows.sort(byId);
 }

@@ -6,11 +6,11 @@ import { execute, executeCached, type Executor } from './execute.js';
 import { fenceEach } from './fence.js';
 import { leaseLockFinishingGroups } from './lease-lock-groups.js';
 import { leaseReadState } from './lease-read-state.js';
-import { tokenKey } from './lease-row.js';
-import { leaseSettleGroups } from './lease-settle-groups.js';
+import { tokenKey, type Claimed } from './lease-row.js';
+import { leaseSettleGroups, leaseSettleGroupsHanding } from './lease-settle-groups.js';
 import { bigintArray } from './bigint-array.js';
 import { tableRef } from './table-ref.js';
-import { compareIds } from './lease-claim.js';
+import { compareIds, type HeadHandoff } from './lease-claim.js';
 import { inTransaction } from './transaction.js';
 
 /** One row to finalize: the fencing token its claim got, and where it goes. */
@@ -57,18 +57,52 @@ export async function leaseFinalizeMany(
   table: LeasedTable<unknown>,
   items: readonly FinalizeItem[],
 ): Promise<FinalizeResult[]> {
-  if (items.length === 0) return [];
+  return (await finalizeMany(executor, table, items, undefined)).results;
+}
+
+/** What {@link leaseFinalizeManyHanding} did. */
+export interface FinalizedBatch<Row> {
+  /** Per item, in input order, as {@link leaseFinalizeMany} returns them. */
+  readonly results: FinalizeResult[];
+  /** Next heads of the finished rows' groups now leased to `handoff.owner` (see `leaseSettleGroupsHanding`). */
+  readonly handed: Claimed<Row>[];
+}
+
+/**
+ * {@link leaseFinalizeMany} by a worker that takes its finished rows' next heads itself, where
+ * its own claim could (see `leaseSettleGroupsHanding`). The handed rows are leased once the
+ * transaction commits: the caller runs them, or their leases run out and another worker takes
+ * them over, as with any claim whose answer is lost.
+ */
+export async function leaseFinalizeManyHanding<Row>(
+  executor: Executor,
+  table: LeasedTable<Row>,
+  items: readonly FinalizeItem[],
+  handoff: HeadHandoff,
+): Promise<FinalizedBatch<Row>> {
+  return finalizeMany(executor, table, items, handoff);
+}
+
+async function finalizeMany<Row>(
+  executor: Executor,
+  table: LeasedTable<Row>,
+  items: readonly FinalizeItem[],
+  handoff: HeadHandoff | undefined,
+): Promise<FinalizedBatch<Row>> {
+  if (items.length === 0) return { results: [], handed: [] };
   const groups = await finishingGroups(executor, table, items);
   const parents = [...new Set(items.flatMap((i) => (i.parentId == null || i.transition.to === 'pending' ? [] : [i.parentId])))];
-  if (groups.length === 0 && parents.length === 0) return finalizeStatement(executor, table, items);
+  if (groups.length === 0 && parents.length === 0) return { results: await finalizeStatement(executor, table, items), handed: [] };
   return inTransaction(
     executor,
     async (trx) => {
       if (parents.length > 0) await lockParents(trx, table, parents, items);
       if (groups.length > 0) await leaseLockFinishingGroups(trx, table, groups);
       const results = await finalizeStatement(trx, table, items);
-      if (groups.length > 0) await leaseSettleGroups(trx, table, groups);
-      return results;
+      let handed: Claimed<Row>[] = [];
+      if (groups.length > 0 && handoff !== undefined) handed = (await leaseSettleGroupsHanding(trx, table, groups, handoff)).handed;
+      else if (groups.length > 0) await leaseSettleGroups(trx, table, groups);
+      return { results, handed };
     },
     "finishing an ordered row hands its group's head to the next row; an ending child may wake its parent",
   );

@@ -88,6 +88,16 @@ export class ClaimSizing {
     return Math.floor(this.prefetch / 2);
   }
 
+  /**
+   * How many more tasks the worker can hold now (slots and buffer), whatever the buffer's
+   * low-water mark: what a write that finishes ordered rows may take of their next heads.
+   */
+  room(h: Holding): number {
+    const running = h.running + (h.lent ?? 0);
+    const lagging = Math.max(0, h.writing - (this.#s.concurrency + this.prefetch));
+    return Math.max(0, this.#s.concurrency + this.prefetch - running - h.buffered - lagging);
+  }
+
   /** How many to claim now: 0 for none yet. */
   want(h: Holding): number {
     const { concurrency } = this.#s;

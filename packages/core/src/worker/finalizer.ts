@@ -2,7 +2,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { LeasedTable } from '../leased-table.js';
 import { ShutdownError, toError } from '../errors.js';
 import type { Executor } from '../sql/execute.js';
-import { leaseFinalizeMany, settlesGroup, type FinalizeItem, type FinalizeResult } from '../sql/lease-finalize-many.js';
+import { leaseFinalizeMany, leaseFinalizeManyHanding, settlesGroup, type FinalizeItem, type FinalizeResult } from '../sql/lease-finalize-many.js';
+import type { HeadHandoff } from '../sql/lease-claim.js';
+import type { Claimed } from '../sql/lease-row.js';
 import { leaseReadState, type LeaseState } from '../sql/lease-read-state.js';
 import { withTransaction, type TransactionHandle, type TransactionSource } from '../sql/transaction.js';
 
@@ -19,10 +21,26 @@ export interface QueuedWrite extends FinalizeItem {
 }
 
 /**
+ * Where a worker takes the next heads of the ordering groups its writes finish, in the same
+ * transaction (see `leaseFinalizeManyHanding`), instead of unblocking them for the next claim.
+ */
+export interface HeadTaker {
+  /** What to ask for now: undefined (or `max` 0) takes none — the worker is stopping, or full. */
+  request(): HeadHandoff | undefined;
+  /** The heads taken, once the write that took them committed: the worker runs them. Must not throw. */
+  take(rows: Claimed<unknown>[]): void;
+}
+
+/**
  * A batch with at least this many writes that hand ordering groups their next heads, and twice as
  * many writes in all, goes out as two transactions at once (see {@link Finalizer}).
  */
 const SPLIT_SETTLING = 256;
+
+// the worker's room, split between the transactions of one batch
+function share(handoff: HeadHandoff | undefined, parts: number): HeadHandoff | undefined {
+  return handoff === undefined || parts === 1 ? handoff : { ...handoff, max: Math.floor(handoff.max / parts) };
+}
 
 function settlingCount(batch: readonly FinalizeItem[]): number {
   let n = 0;
@@ -57,11 +75,17 @@ export class Finalizer {
   #hurried: Promise<void> | undefined;
   /** Aborted by {@link abandon}: no retry waits or starts after it. */
   readonly #abandoned = new AbortController();
+  #taker: HeadTaker | undefined;
 
   constructor(pool: Executor & TransactionSource, table: LeasedTable<unknown>, onError: (error: Error) => void) {
     this.#pool = pool;
     this.#table = table;
     this.#onError = onError;
+  }
+
+  /** From now on, writes that finish heads of ordering groups take their next heads for `taker`. */
+  takeHeads(taker: HeadTaker): void {
+    this.#taker = taker;
   }
 
   /**
@@ -116,6 +140,14 @@ export class Finalizer {
     for (const p of this.#queue.splice(0)) this.#tell(p, undefined, new ShutdownError());
   }
 
+  #handOver(rows: Claimed<unknown>[]): void {
+    try {
+      this.#taker!.take(rows);
+    } catch (thrown) {
+      this.#onError(toError(thrown));
+    }
+  }
+
   // a callback that throws (it must not) is reported; it must not fail the rest of its batch
   #tell(write: QueuedWrite, result: FinalizeResult | undefined, error?: Error): void {
     try {
@@ -148,19 +180,30 @@ export class Finalizer {
   async #writeBatch(batch: readonly QueuedWrite[]): Promise<void> {
     if (batch.length < 2 * SPLIT_SETTLING || settlingCount(batch) < SPLIT_SETTLING) return this.#writeTransaction(batch);
     const half = Math.ceil(batch.length / 2);
-    await Promise.all([this.#writeTransaction(batch.slice(0, half)), this.#writeTransaction(batch.slice(half))]);
+    await Promise.all([this.#writeTransaction(batch.slice(0, half), 2), this.#writeTransaction(batch.slice(half), 2)]);
   }
 
   /** Writes one batch in one statement or transaction and tells each task how it ended. Never throws. */
-  async #writeTransaction(batch: readonly QueuedWrite[]): Promise<void> {
+  async #writeTransaction(batch: readonly QueuedWrite[], parts = 1): Promise<void> {
     try {
       let retried = false;
+      // asked once per batch: what the worker has room for now (an attempt whose answer was lost
+      // may have taken heads that nobody runs: their leases run out, as a lost claim's do)
+      const handoff = this.#taker !== undefined && settlingCount(batch) > 0 ? share(this.#taker.request(), parts) : undefined;
+      let handed: Claimed<unknown>[] = [];
       const results = await this.#retrying(
-        () => leaseFinalizeMany(this.#pool, this.#table, batch),
+        () =>
+          handoff === undefined || handoff.max <= 0
+            ? leaseFinalizeMany(this.#pool, this.#table, batch)
+            : leaseFinalizeManyHanding(this.#pool, this.#table, batch, handoff).then((done) => {
+                handed = done.handed;
+                return done.results;
+              }),
         () => (retried = true),
       );
       const settled = retried ? await this.#recheck(batch, results) : results;
       for (let i = 0; i < batch.length; i++) this.#tell(batch[i]!, settled[i]);
+      if (handed.length > 0) this.#handOver(handed);
     } catch (error) {
       for (const p of batch) this.#tell(p, undefined, toError(error));
     }

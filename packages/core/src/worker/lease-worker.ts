@@ -14,6 +14,7 @@ import { Listener } from './listener.js';
 import { TimedWake } from './timed-wake.js';
 import { poolerHint, probeListenPath } from './listen-probe.js';
 import { noPreparedStatements } from '../sql/execute.js';
+import type { Claimed } from '../sql/lease-row.js';
 import { limitRegisterMany } from '../sql/limit-register-many.js';
 import { RetentionRunner } from '../retention/retention-runner.js';
 import { WorkerPresence } from './worker-presence.js';
@@ -125,6 +126,22 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
       },
       running: this.#running,
       onError: (error) => this.#error(error),
+    });
+    // the next heads of the groups this worker's writes finish: taken in the same transaction
+    // when its own claim could take them, with the room it has then (bench/RESULTS.md, issue 35)
+    this.#finalizer.takeHeads({
+      request: () =>
+        this.#state !== 'running'
+          ? undefined
+          : {
+              owner: o.owner,
+              leaseMs: o.settings.leaseMs,
+              leaseMsByName: o.leaseMsByName,
+              names: o.names,
+              versions: o.versions,
+              max: this.#sizing.room(this.#runner),
+            },
+      take: (rows) => this.#runner.acceptAll(rows as Claimed<Row>[]),
     });
     this.#heartbeat = new Heartbeat({
       executor: this.#db,
