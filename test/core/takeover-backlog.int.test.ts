@@ -4,8 +4,11 @@
 // claim's worth per poll interval of a worker that goes to sleep in between (a workflow harness
 // run took 500 crashed runs back 16 at a time, 2 s apart), nor one claim's worth a minute once
 // they ran out longer ago than a look's margin (the looks after a full one read only what ran out
-// since it: every worker down for a minute, or a backlog that takes longer than the margin).
-import { claim, createWorker, defineTask, enqueueMany } from '@leasehold/core';
+// since it: every worker down for a minute, or a backlog that takes longer than the margin). A
+// lease about to run out is looked ahead for, so that a sleeping worker wakes for it, also under a
+// limit the worker serves.
+import { claim, createWorker, defineLimit, defineTask, enqueueMany, taskTable } from '@leasehold/core';
+import { leaseClaim, limitRegisterMany } from '@leasehold/core/internal';
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../fixtures.js';
@@ -65,6 +68,31 @@ describe('a crashed worker\'s many expired leases', () => {
     const takenOver = async () =>
       (await sql<{ n: number }>`SELECT count(*)::int AS n FROM leasehold.task WHERE id = ${task!.id} AND status = 'done' AND lease_version = 2`.execute(t.db)).rows[0]!.n === 1;
     await waitUntil('the lease taken over once it ran out, within a quarter of the poll interval', takenOver, DEADLINE_MS);
+    expect(started).toBe(1);
+    await worker.stop();
+  });
+
+  it("a limited task's lease that runs out while the worker sleeps is taken over then, not at its next poll", async () => {
+    let started = 0;
+    const limit = defineLimit('takeover-backlog.limit', { concurrency: 1 });
+    const job = defineTask<{ i: number }>('takeover-backlog.limited', {
+      limit,
+      handler: () => {
+        started++;
+      },
+    });
+    const [task] = await enqueueMany(t.pool, job, [{ payload: { i: 0 } }]);
+    // a worker that crashed right after its claim under the limit: it holds the limit's one slot,
+    // and its lease runs out in 1.9 s, with no heartbeat
+    const table = taskTable();
+    await limitRegisterMany(t.pool, table, 'crashed', [{ limit, taskNames: [job.name] }], [job.name]);
+    const held = await leaseClaim(t.pool, table, { owner: 'crashed', batch: 1, leaseMs: 1_900, flows: [limit.name] });
+    expect(held.claimed.map((c) => c.id)).toEqual([task!.id]);
+    const worker = track(createWorker({ pool: t.pool, tasks: [job], concurrency: 2, pollInterval: POLL_MS }));
+    await worker.start();
+    const takenOver = async () =>
+      (await sql<{ n: number }>`SELECT count(*)::int AS n FROM leasehold.task WHERE id = ${task!.id} AND status = 'done' AND lease_version = 2`.execute(t.db)).rows[0]!.n === 1;
+    await waitUntil("the limited lease taken over once it ran out, within a quarter of the poll interval", takenOver, DEADLINE_MS);
     expect(started).toBe(1);
     await worker.stop();
   });

@@ -467,14 +467,16 @@ function nextDueCte(shape: ClaimShape, v: ClaimValues, t: RawBuilder<unknown>, n
 /**
  * `lease_due (ms)`: see `LeaseClaimResult.leaseDueMs`. One probe of `<table>_leased` from `now()`
  * on, only in a claim that looks for expired leases (so as often as the look behind it), with the
- * expired source's own filters.
+ * expired sources' own filters (the unlimited one's, and the served limits').
  */
 function leaseDueCte(shape: ClaimShape, v: ClaimValues, t: RawBuilder<unknown>, nameFilter: RawBuilder<unknown>, unlimited: RawBuilder<unknown>): RawBuilder<unknown> {
   if (!shape.expired) return sql`lease_due AS (SELECT NULL::float8 AS ms)`;
+  // a served limit's rows too: its claims look for their expired leases every time (flow_active)
+  const served = shape.flows ? sql`AND (c.flow IS NULL OR c.flow = ANY(${flowLiterals(shape.flowNames)}))` : unlimited;
   return sql`lease_due AS (
         SELECT date_part('epoch', c.lease_until - now()) * 1000 AS ms FROM ${t} AS c
         WHERE c.status = 'processing' AND c.lease_until >= now()
-          AND c.lease_until <= now() + ${v.leaseDueWithinMs}::float8 * interval '1 millisecond' ${unlimited} ${nameFilter}
+          AND c.lease_until <= now() + ${v.leaseDueWithinMs}::float8 * interval '1 millisecond' ${served} ${nameFilter}
         ORDER BY c.lease_until LIMIT 1
       )`;
 }
