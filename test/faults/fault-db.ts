@@ -31,19 +31,49 @@ export async function installFaultTables(db: Kysely<object>): Promise<void> {
     EXECUTE FUNCTION fault_audit_row()`.execute(db);
 }
 
-/** Empties the task, effect and audit tables, then adds `count` fault tasks. */
+/**
+ * Empties the task, effect and audit tables, then adds `count` fault tasks: `special` ones first,
+ * then `ordered.rows` in `ordered.groups` ordering groups (round-robin, through the SQL enqueue,
+ * which settles each group's head), then plain ones.
+ */
 export async function seedFaultTasks(
   db: Kysely<object>,
   count: number,
   special: { payload: object; priority: number; count: number }[] = [],
+  ordered: { rows: number; groups: number } = { rows: 0, groups: 0 },
 ): Promise<void> {
-  await sql`TRUNCATE leasehold.task, fault_effect, fault_audit`.execute(db);
+  await sql`TRUNCATE leasehold.task, leasehold.task_group, fault_effect, fault_audit`.execute(db);
+  if (ordered.rows > 0) {
+    await sql`SELECT leasehold.enqueue('fault', '{}'::jsonb, group_key => 'fault-' || (i % ${ordered.groups}), max_attempts => 50)
+              FROM generate_series(1, ${ordered.rows}) AS i ORDER BY i`.execute(db);
+  }
+  count -= ordered.rows;
   for (const s of special) {
     await sql`INSERT INTO leasehold.task (name, payload, priority, max_attempts)
               SELECT 'fault', ${JSON.stringify(s.payload)}::jsonb, ${s.priority}, 50 FROM generate_series(1, ${s.count})`.execute(db);
   }
   await sql`INSERT INTO leasehold.task (name, max_attempts)
             SELECT 'fault', 50 FROM generate_series(1, ${count - special.reduce((n, s) => n + s.count, 0)})`.execute(db);
+}
+
+/**
+ * Each ordering group ran one row at a time, in id order, whatever was killed: every effect of a
+ * row (any claim's) comes after every effect of the row before it in its group. Returns how many
+ * grouped rows were checked.
+ */
+export async function checkGroupOrder(db: Kysely<object>): Promise<number> {
+  const checked = (await sql<{ n: number }>`
+    SELECT count(DISTINCT e.task_id)::int AS n FROM fault_effect AS e JOIN leasehold.task AS t ON t.id = e.task_id
+    WHERE t.group_key IS NOT NULL`.execute(db)).rows[0]!.n;
+  const overlaps = (await sql<{ g: string; id: string; prev: string }>`
+    WITH r AS (
+      SELECT t.group_key AS g, t.id, min(e.at) AS first_at, max(e.at) AS last_at
+      FROM leasehold.task AS t JOIN fault_effect AS e ON e.task_id = t.id
+      WHERE t.group_key IS NOT NULL GROUP BY t.group_key, t.id
+    ), w AS (SELECT r.*, lag(r.last_at) OVER (PARTITION BY r.g ORDER BY r.id) AS prev_last, lag(r.id) OVER (PARTITION BY r.g ORDER BY r.id) AS prev_id FROM r)
+    SELECT g, id::text, prev_id::text AS prev FROM w WHERE prev_last IS NOT NULL AND first_at <= prev_last`.execute(db)).rows;
+  expect(overlaps, 'a grouped row that started before the row ahead of it in its group had ended').toEqual([]);
+  return checked;
 }
 
 /** Tasks not yet done. */
