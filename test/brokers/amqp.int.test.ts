@@ -231,16 +231,22 @@ describe('RabbitMQ: outbox → amqpPublisher → quorum queue → consumeAmqp (i
     await second.start();
     expect((await retried).error.message).toMatch(/channel closed before the confirm: .*404.*no exchange/);
     // once the exchange exists (an operator fixed the topology), the same message goes through;
-    // listened for first, since it may succeed while the fixer is still binding its queue
+    // listened for first, since it may succeed as soon as the exchange is declared
     const succeeded = nextEvent(second, 'task:succeeded', ({ task: t2 }) => t2.id === id, 30_000);
     const fixer = await connect(AMQP_URL);
     const ch = await fixer.createChannel();
-    await ch.assertExchange(missing, 'fanout', { durable: false, autoDelete: false });
+    // The exchange must route from the moment it exists: a publish between its declaration and a
+    // queue's binding would come back unroutable and go dead (a CI run hit that window). So the
+    // queue is bound first, to an alternate exchange, and the exchange is declared with it.
+    const fallback = `${missing}-ae`;
+    await ch.assertExchange(fallback, 'fanout', { durable: false, autoDelete: false });
     const { queue: bound } = await ch.assertQueue('', { exclusive: true });
-    await ch.bindQueue(bound, missing, '');
+    await ch.bindQueue(bound, fallback, '');
+    await ch.assertExchange(missing, 'fanout', { durable: false, autoDelete: false, alternateExchange: fallback });
     expect((await succeeded).task.attempts, 'attempts before the exchange existed, and the one after').toBeGreaterThan(1);
     await second.stop({ timeout: '5s' });
     await ch.deleteExchange(missing);
+    await ch.deleteExchange(fallback);
     await fixer.close();
   });
 });
