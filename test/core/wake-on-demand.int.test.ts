@@ -1,7 +1,7 @@
 // Producers notify only while a worker may be asleep (core migration 5). These tests make the
 // poll interval far longer than any deadline here, so a task that starts in time was woken by a
 // notification or by the guard's last claim before sleeping: a lost wake-up would wait a minute.
-import { createWorker, defineTask, enqueue, type LeaseWorker } from '@leasehold/core';
+import { createWorker, defineSignal, defineTask, enqueue, leaseRetryDeadMany, sendSignal, taskTable, type LeaseWorker } from '@leasehold/core';
 import pg from 'pg';
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
@@ -41,6 +41,66 @@ async function busyWorkers(name: string) {
 }
 
 describe('wake-ups on demand', () => {
+  it('a signal sent in a transaction still open locks a task a claim could take: the worker claims again once it commits, instead of sleeping past it', async () => {
+    const ran: string[] = [];
+    const ping = defineTask<{ n: number }>('wake.signalled', { handler: (p) => void ran.push(String(p.n)) });
+    const nudge = defineSignal<{ by: string }>('nudge');
+    const ref = await enqueue(t.pool, ping, { n: 1 });
+    const sent = gate();
+    const commit = gate();
+    // the sender's transaction locks the pending task's row until it commits
+    const sender = t.db.transaction().execute(async (trx) => {
+      await sendSignal(trx, ref, nudge, { by: 'ops' });
+      sent.open();
+      await commit.wait;
+    });
+    await sent.wait;
+    const worker = track(createWorker({ pool: t.pool, tasks: [ping], pollInterval: NEVER_POLL }));
+    const succeeded = nextEvent(worker, 'task:succeeded', (e) => e.task.id === ref.id, WAKE_DEADLINE_MS);
+    await worker.start();
+    // the worker's claims pass over the locked row; it announces that it may sleep, and a claim
+    // of its ends after that (the last before it would sleep)
+    try {
+      await waitUntil('the worker announces it may sleep', async () => (await wakeUntil(t.db)) > (await serverNow(t.db)));
+      const announcedAt = await serverNow(t.db);
+      await waitUntil('a claim ends after the announcement', async () => {
+        const r = await sql<{ n: number }>`
+          SELECT count(*)::int AS n FROM pg_stat_activity
+          WHERE datname = current_database() AND state = 'idle' AND query LIKE '%doomed AS%'
+            AND state_change > to_timestamp(${announcedAt}::float8 / 1000)`.execute(t.db);
+        return r.rows[0]!.n > 0;
+      });
+    } finally {
+      commit.open();
+      await sender;
+    }
+    await succeeded;
+    expect(ran).toEqual(['1']);
+    await worker.stop();
+  });
+
+  it('a dead task retried while every worker sleeps starts at once', async () => {
+    let calls = 0;
+    const flaky = defineTask<{ n: number }>('wake.retried', {
+      maxAttempts: 1,
+      handler: () => {
+        if (++calls === 1) throw new Error('down');
+      },
+    });
+    const worker = track(createWorker({ pool: t.pool, tasks: [flaky], pollInterval: NEVER_POLL }));
+    const died = nextEvent(worker, 'task:dead', () => true, WAKE_DEADLINE_MS);
+    await worker.start();
+    const ref = await enqueue(t.pool, flaky, { n: 1 });
+    await died;
+    await waitUntil('the worker announces it may sleep', async () => (await wakeUntil(t.db)) > (await serverNow(t.db)));
+    const succeeded = nextEvent(worker, 'task:succeeded', (e) => e.task.id === ref.id, WAKE_DEADLINE_MS);
+    const { changed } = await leaseRetryDeadMany(t.pool, taskTable(), [ref.id], 'fixed');
+    expect(changed).toEqual([ref.id]);
+    await succeeded;
+    expect(calls).toBe(2);
+    await worker.stop();
+  });
+
   it('an idle worker announces that it sleeps, and a task enqueued then starts at once', async () => {
     const started: string[] = [];
     const ping = defineTask<{ n: number }>('wake.ping', { handler: (p) => void started.push(String(p.n)) });

@@ -12,6 +12,7 @@ import { bigintArray } from './bigint-array.js';
 import { tableRef } from './table-ref.js';
 import { compareIds, type HeadHandoff } from './lease-claim.js';
 import { inTransaction } from './transaction.js';
+import { notifySleepers, wakeLockCte } from './wake-sleepers.js';
 
 /** One row to finalize: the fencing token its claim got, and where it goes. */
 export interface FinalizeItem {
@@ -120,7 +121,13 @@ async function lockParents(executor: Executor, table: LeasedTable<unknown>, pare
   const below = items.filter((i) => compareIds(String(i.id), highest) < 0).map((i) => String(i.id));
   await execute(
     executor,
-    sql`SELECT id FROM ${tableRef(table)} WHERE id = ANY(${[...parents, ...below]}::bigint[]) ORDER BY id FOR NO KEY UPDATE`,
+    // a parent woken before may be pending: a claim meeting this lock passes over it (see wakeLockCte)
+    sql`
+      WITH ${wakeLockCte(table)}
+      SELECT p.id, ${notifySleepers(table, sql`p.status IN ('pending', 'waiting')`)} AS woke
+      FROM ${tableRef(table)} AS p CROSS JOIN wake
+      WHERE p.id = ANY(${[...parents, ...below]}::bigint[]) ORDER BY p.id FOR NO KEY UPDATE OF p
+    `,
   );
 }
 

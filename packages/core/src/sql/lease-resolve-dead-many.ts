@@ -7,6 +7,7 @@ import { leaseLockGroupsOfRows } from './lease-lock-groups.js';
 import { leaseSettleGroups } from './lease-settle-groups.js';
 import { tableRef } from './table-ref.js';
 import { inTransaction } from './transaction.js';
+import { notifySleepers, wakeLockCte } from './wake-sleepers.js';
 
 /** What a retry or skip of dead rows did with each id it was given. */
 export interface DeadResolution {
@@ -100,15 +101,17 @@ async function resolveDeadMany(
     // say: joined plainly, retrying 1,000 of 51,000 dead rows hashed every dead row and scanned
     // the whole table for the statuses, however many finished rows it keeps.
     sql`
-      WITH wanted AS (SELECT DISTINCT unnest(${[...ids]}::bigint[]) AS id),
+      WITH ${wakeLockCte(table)}, wanted AS (SELECT DISTINCT unnest(${[...ids]}::bigint[]) AS id FROM wake),
       changed AS (
         UPDATE ${t} AS d SET ${set}
         FROM wanted
         WHERE ${byPrimaryKey('d', 'wanted', 'dead')} AND d.id = wanted.id
-        RETURNING d.id
+        RETURNING d.id, d.status
       )
-      -- read from the statement's snapshot: for unchanged ids, the status that refused them
-      SELECT w.id, (c.id IS NOT NULL) AS changed, (SELECT cur.status FROM ${t} AS cur WHERE cur.id = w.id) AS status
+      -- read from the statement's snapshot: for unchanged ids, the status that refused them.
+      -- A retried row is claimable once this commits: a sleeping worker is told (see wakeLockCte)
+      SELECT w.id, (c.id IS NOT NULL) AS changed, (SELECT cur.status FROM ${t} AS cur WHERE cur.id = w.id) AS status,
+             ${notifySleepers(table, sql`c.status = 'pending'`)} AS woke
       FROM wanted AS w LEFT JOIN changed AS c ON c.id = w.id
       ORDER BY w.id
     `,

@@ -5,6 +5,7 @@ import type { TaskStatus } from '../task-status.js';
 import { execute, type Executor } from './execute.js';
 import { signalTableRef, stepTableRef } from './task-steps.js';
 import { tableRef } from './table-ref.js';
+import { notifySleepers, wakeLockCte } from './wake-sleepers.js';
 
 /** A task row as `getTask` reads it. */
 export interface TaskReadRow {
@@ -150,7 +151,18 @@ export async function taskAwaitEnd(
   id: string,
 ): Promise<{ status: TaskStatus; result: unknown; lastError: string | null; resolution: string | null } | undefined> {
   const t = tableRef(table);
-  await execute(executor, sql`UPDATE ${t} SET result_wanted = true WHERE id = ${id}::bigint AND NOT result_wanted AND status IN ('pending', 'processing', 'waiting', 'dead')`);
+  // the mark locks the row for a moment: a claim meeting it passes over a pending row
+  await execute(
+    executor,
+    sql`
+      WITH ${wakeLockCte(table)}, marked AS (
+        UPDATE ${t} AS m SET result_wanted = true FROM wake
+        WHERE m.id = ${id}::bigint AND NOT m.result_wanted AND m.status IN ('pending', 'processing', 'waiting', 'dead')
+        RETURNING m.status
+      )
+      SELECT ${notifySleepers(table, sql`marked.status IN ('pending', 'waiting')`)} FROM marked
+    `,
+  );
   return taskEnd(executor, table, id);
 }
 

@@ -5,6 +5,7 @@ import { execute, type Executor } from './execute.js';
 import { signalTableRef } from './task-steps.js';
 import { tableRef } from './table-ref.js';
 import { inTransaction } from './transaction.js';
+import { notifySleepers, wakeLockCte } from './wake-sleepers.js';
 
 /**
  * Stores a signal for a task and wakes the task if it is parked waiting for that signal, in one
@@ -24,7 +25,15 @@ export async function taskSignalSend(
     executor,
     async (trx) => {
       const t = tableRef(table);
-      const [task] = await execute<{ status: TaskStatus }>(trx, sql`SELECT status FROM ${t} WHERE id = ${taskId}::bigint FOR NO KEY UPDATE`);
+      // a claim meeting this lock passes over a pending task: see wakeLockCte
+      const [task] = await execute<{ status: TaskStatus }>(
+        trx,
+        sql`
+          WITH ${wakeLockCte(table)}
+          SELECT s.status, ${notifySleepers(table, sql`s.status IN ('pending', 'waiting')`)} AS woke
+          FROM ${t} AS s CROSS JOIN wake WHERE s.id = ${taskId}::bigint FOR NO KEY UPDATE OF s
+        `,
+      );
       if (task === undefined) return null;
       if (task.status === 'done' || task.status === 'cancelled') return task.status;
       await execute(
