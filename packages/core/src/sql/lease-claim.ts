@@ -164,8 +164,8 @@ export async function leaseClaim<Row>(
   table: LeasedTable<Row>,
   input: LeaseClaimInput,
 ): Promise<LeaseClaimResult<Row>> {
-  const byName = input.leaseMsByName;
-  const perName = byName !== undefined && byName.size > 0;
+  const served = servedValues(input);
+  const perName = served.perName;
   const literal = isClaimSize(input.batch);
   const flows = table.limitTable !== undefined && input.flows !== undefined && input.flows.length > 0;
   const readyOnly = input.readyOnly === true && !flows;
@@ -177,11 +177,8 @@ export async function leaseClaim<Row>(
     owner: input.owner,
     batch: input.batch,
     leaseMs: input.leaseMs,
-    names: input.names === undefined ? [] : [...input.names],
-    leaseNames: perName ? [...byName.keys()] : [],
-    leaseValues: perName ? [...byName.values()] : [],
+    ...served.values,
     flowBatch: Math.min(input.batch, input.flowBatch ?? input.batch),
-    versionKeys: versions === undefined || versions.firstOnly ? [] : versions.keys,
     readyFloor: input.readyFloor ?? '0',
     // some 30 years: every lease, in the same statement
     expiredWithinMs: input.expiredWithinMs ?? 1e12,
@@ -192,6 +189,24 @@ export async function leaseClaim<Row>(
   const build = readyOnly ? (v: ClaimValues) => readyClaimStatement(shape, v) : (v: ClaimValues) => claimStatement(shape, v);
   const rows = await executeCached<Record<string, unknown>, typeof values>(executor, key, build, values);
   return claimResult(table, rows, input.owner);
+}
+
+/**
+ * The values that say which rows a worker serves and how long it leases each, as a claim and a
+ * head hand-off both send them; `perName` when some task names have leases of their own.
+ */
+function servedValues(s: { readonly names?: readonly string[] | undefined; readonly versions?: ClaimVersions | undefined; readonly leaseMsByName?: ReadonlyMap<string, number> | undefined }) {
+  const byName = s.leaseMsByName;
+  const perName = byName !== undefined && byName.size > 0;
+  return {
+    perName,
+    values: {
+      names: s.names === undefined ? [] : [...s.names],
+      leaseNames: perName ? [...byName.keys()] : [],
+      leaseValues: perName ? [...byName.values()] : [],
+      versionKeys: s.versions === undefined || s.versions.firstOnly ? [] : s.versions.keys,
+    },
+  };
 }
 
 // Apart from the async function above: a loop over a thousand rows gets the function it runs in
@@ -657,18 +672,14 @@ export interface HandoffParts {
 
 // Interpolates the hand-off's values as parameters (the settle is planned per call anyway).
 export function handoffParts(table: LeasedTable<unknown>, h: HeadHandoff): HandoffParts {
-  const byName = h.leaseMsByName;
-  const perName = byName !== undefined && byName.size > 0;
-  const shape: ClaimShape = { table, limit: undefined, names: h.names !== undefined, versions: h.versions, perName, flows: false, flowNames: [], expired: false };
+  const served = servedValues(h);
+  const shape: ClaimShape = { table, limit: undefined, names: h.names !== undefined, versions: h.versions, perName: served.perName, flows: false, flowNames: [], expired: false };
   const v: ClaimValues = {
     owner: h.owner,
     batch: h.max,
     leaseMs: h.leaseMs,
-    names: h.names === undefined ? [] : [...h.names],
-    leaseNames: perName ? [...byName.keys()] : [],
-    leaseValues: perName ? [...byName.values()] : [],
+    ...served.values,
     flowBatch: 0,
-    versionKeys: h.versions === undefined || h.versions.firstOnly ? [] : h.versions.keys,
     readyFloor: '0',
     expiredWithinMs: 0,
     dueWithinMs: 0,

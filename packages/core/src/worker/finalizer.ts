@@ -189,7 +189,7 @@ export class Finalizer {
       let retried = false;
       // asked once per batch: what the worker has room for now (an attempt whose answer was lost
       // may have taken heads that nobody runs: their leases run out, as a lost claim's do)
-      const handoff = this.#taker !== undefined && settlingCount(batch) > 0 ? share(this.#taker.request(), parts) : undefined;
+      const handoff = this.#taker !== undefined && batch.some(settlesGroup) ? share(this.#taker.request(), parts) : undefined;
       let handed: Claimed<unknown>[] = [];
       const results = await this.#retrying(
         () =>
