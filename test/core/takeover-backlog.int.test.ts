@@ -24,6 +24,12 @@ const TASKS = 64;
 const POLL_MS = 120_000;
 const DEADLINE_MS = POLL_MS / 4;
 
+/** Whether task `id` is done, by the claim after the crashed worker's (lease version 2). */
+async function doneBySecondClaim(id: string): Promise<boolean> {
+  const r = await sql<{ n: number }>`SELECT count(*)::int AS n FROM leasehold.task WHERE id = ${id} AND status = 'done' AND lease_version = 2`.execute(t.db);
+  return r.rows[0]!.n === 1;
+}
+
 describe('a crashed worker\'s many expired leases', () => {
   it('are all taken over by the claims that follow the first look, not one batch per poll', async () => {
     const started: string[] = [];
@@ -65,9 +71,7 @@ describe('a crashed worker\'s many expired leases', () => {
     // worker whose start took longer than the lease takes it over at its first claim)
     const worker = track(createWorker({ pool: t.pool, tasks: [job], concurrency: 2, pollInterval: POLL_MS }));
     await worker.start();
-    const takenOver = async () =>
-      (await sql<{ n: number }>`SELECT count(*)::int AS n FROM leasehold.task WHERE id = ${task!.id} AND status = 'done' AND lease_version = 2`.execute(t.db)).rows[0]!.n === 1;
-    await waitUntil('the lease taken over once it ran out, within a quarter of the poll interval', takenOver, DEADLINE_MS);
+    await waitUntil('the lease taken over once it ran out, within a quarter of the poll interval', () => doneBySecondClaim(task!.id), DEADLINE_MS);
     expect(started).toBe(1);
     await worker.stop();
   });
@@ -90,9 +94,7 @@ describe('a crashed worker\'s many expired leases', () => {
     expect(held.claimed.map((c) => c.id)).toEqual([task!.id]);
     const worker = track(createWorker({ pool: t.pool, tasks: [job], concurrency: 2, pollInterval: POLL_MS }));
     await worker.start();
-    const takenOver = async () =>
-      (await sql<{ n: number }>`SELECT count(*)::int AS n FROM leasehold.task WHERE id = ${task!.id} AND status = 'done' AND lease_version = 2`.execute(t.db)).rows[0]!.n === 1;
-    await waitUntil("the limited lease taken over once it ran out, within a quarter of the poll interval", takenOver, DEADLINE_MS);
+    await waitUntil("the limited lease taken over once it ran out, within a quarter of the poll interval", () => doneBySecondClaim(task!.id), DEADLINE_MS);
     expect(started).toBe(1);
     await worker.stop();
   });

@@ -2,6 +2,7 @@ import { sql, type RawBuilder } from 'kysely';
 import type { LeasedTable } from '../leased-table.js';
 import { execute, type Executor } from './execute.js';
 import { groupTableRef, tableRef } from './table-ref.js';
+import { wakeLockCte } from './wake-sleepers.js';
 
 /**
  * Serialises every writer of the given ordering groups until the caller's transaction ends:
@@ -65,9 +66,7 @@ export async function leaseLockFinishingGroups(executor: Executor, table: Leased
   const locked = await execute<{ group_key: string }>(
     executor,
     sql`
-      WITH wake AS MATERIALIZED (
-        SELECT pg_advisory_xact_lock_shared(hashtext('leasehold:wake'), hashtext(${table.channel}))
-      )
+      WITH ${wakeLockCte(table)}
       SELECT g.group_key FROM ${groupTableRef(table)} AS g CROSS JOIN wake
       WHERE g.group_key = ANY(${keys}::text[])
       ORDER BY g.group_key COLLATE "C"
@@ -83,9 +82,7 @@ async function upsertGroups(executor: Executor, table: LeasedTable<unknown>, key
   return execute<{ group_key: string }>(
     executor,
     sql`
-      WITH wake AS MATERIALIZED (
-        SELECT pg_advisory_xact_lock_shared(hashtext('leasehold:wake'), hashtext(${table.channel}))
-      )
+      WITH ${wakeLockCte(table)}
       INSERT INTO ${groupTableRef(table)} AS g (group_key)
       SELECT k FROM (${keys}) AS keys CROSS JOIN wake ORDER BY k COLLATE "C"
       ON CONFLICT (group_key) DO UPDATE SET updated_at = now()

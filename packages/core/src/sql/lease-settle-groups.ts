@@ -4,6 +4,7 @@ import { execute, type Executor } from './execute.js';
 import { groupTableRef, tableRef } from './table-ref.js';
 import { handedRows, handoffParts, type HeadHandoff } from './lease-claim.js';
 import type { Claimed } from './lease-row.js';
+import { sleeperMayBeAsleep } from './wake-sleepers.js';
 
 /**
  * Gives each of the given groups its head: for a group whose head is gone (never chosen, or
@@ -119,8 +120,7 @@ function settleStatement(table: LeasedTable<unknown>, keys: readonly string[], h
         SELECT pg_notify(${table.channel}, '') FROM (SELECT 1 FROM unblocked LIMIT 1) AS any_unblocked
         -- only while a worker may be asleep (core migration 5; the caller holds the wake lock since
         -- leaseLockGroups); a table without a wake sequence always notifies
-        WHERE (SELECT w.seq IS NULL OR coalesce(pg_sequence_last_value(w.seq), 0) > date_part('epoch', clock_timestamp()) * 1000
-               FROM to_regclass(format('%I.%I', ${table.schema}::text, ${`${table.table}_wake`}::text)) AS w(seq))
+        WHERE ${sleeperMayBeAsleep(table)}
       )
       -- woken is a plain SELECT: it runs only if read
       SELECT (SELECT count(*) FROM unblocked) AS promoted, (SELECT count(*) FROM woken) AS notified${parts === undefined ? sql`` : sql`, NULL::text AS rows

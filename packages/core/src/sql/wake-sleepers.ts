@@ -3,9 +3,9 @@ import type { LeasedTable } from '../leased-table.js';
 
 /**
  * The wake protocol (core migration 5) for statements other than INSERTs, whose trigger does it:
- * one that makes rows claimable (a retried dead row), or that locks rows a claim could take
- * without changing that (a waiter marking a pending task, a signal to it, a finishing child
- * locking its parent). A claim passes over a locked row (SKIP LOCKED), so a worker whose last
+ * a writer of ordering groups (see `leaseLockGroups`), one that makes rows claimable (a retried
+ * dead row), or one that locks rows a claim could take without changing that (a waiter marking a
+ * pending task, a signal to it, a finishing child locking its parent). A claim passes over a locked row (SKIP LOCKED), so a worker whose last
  * claim before sleeping met the lock would otherwise sleep until its poll interval while the row
  * waits: nothing else tells it when the lock goes.
  *
@@ -22,15 +22,21 @@ export function wakeLockCte(table: LeasedTable<unknown>): RawBuilder<unknown> {
 }
 
 /**
+ * A SQL condition: some worker of the table may be asleep now (`<table>_wake` is live; a table
+ * without one, of an older schema, always). Read it after taking {@link wakeLockCte}'s lock.
+ * @internal
+ */
+export function sleeperMayBeAsleep(table: LeasedTable<unknown>): RawBuilder<unknown> {
+  return sql`(SELECT s IS NULL OR coalesce(pg_sequence_last_value(s), 0) > date_part('epoch', clock_timestamp()) * 1000
+             FROM to_regclass(format('%I.%I', ${table.schema}::text, ${`${table.table}_wake`}::text)) AS s)`;
+}
+
+/**
  * A SQL expression, for a row the statement reaches after taking {@link wakeLockCte}'s lock:
  * NOTIFYs the table's channel (sent at commit; one per transaction however many rows) when `when`
- * holds for the row and some worker of the table may be asleep (`<table>_wake` is live; a table
- * without one, of an older schema, always). Null.
+ * holds for the row and {@link sleeperMayBeAsleep}. Null.
  * @internal
  */
 export function notifySleepers(table: LeasedTable<unknown>, when: RawBuilder<unknown>): RawBuilder<unknown> {
-  return sql`CASE WHEN ${when}
-        AND (SELECT s IS NULL OR coalesce(pg_sequence_last_value(s), 0) > date_part('epoch', clock_timestamp()) * 1000
-             FROM to_regclass(format('%I.%I', ${table.schema}::text, ${`${table.table}_wake`}::text)) AS s)
-      THEN pg_notify(${table.channel}::text, '') END`;
+  return sql`CASE WHEN ${when} AND ${sleeperMayBeAsleep(table)} THEN pg_notify(${table.channel}::text, '') END`;
 }
