@@ -14,18 +14,22 @@ const OTHERS_IN_FLIGHT = 20_000;
 const WAITING = 5_000;
 const HOLDERS = 1_000;
 
-const api = defineLimit('api', { concurrency: 2_000 });
+// with a rate, so its slots are kept in its row's list (a limit of concurrency alone this large
+// keeps them in stripes, counted from its processing rows: the last test)
+const api = defineLimit('api', { concurrency: 2_000, rate: { limit: 10_000, period: '1s' } });
 const call = defineTask<{ n: number }>('call-api', { limit: api, handler: () => {} });
+const striped = defineLimit('api', { concurrency: 2_000 });
+const callStriped = defineTask<{ n: number }>('call-api', { limit: striped, handler: () => {} });
 
 /**
  * A limit with 5,000 waiting tasks and 1,000 running ones (its holders), beside 100,000 finished
  * tasks and 20,000 running ones of another type. `stats`: current, or taken while the rows that
  * now run were all pending.
  */
-async function busyLimit(stats: 'current' | 'stale'): Promise<void> {
-  await sql`TRUNCATE leasehold.task, leasehold.task_group, leasehold.task_limit`.execute(t.db);
+async function busyLimit(stats: 'current' | 'stale', task = call): Promise<void> {
+  await sql`TRUNCATE leasehold.task, leasehold.task_group, leasehold.task_limit, leasehold.task_limit_stripe`.execute(t.db);
   // a worker records its limits at start
-  const worker = createWorker({ pool: t.pool, tasks: [call], logger: null });
+  const worker = createWorker({ pool: t.pool, tasks: [task], logger: null });
   await worker.start();
   await worker.stop();
   await sql`INSERT INTO leasehold.task (name, payload, status, done_at)
@@ -36,8 +40,9 @@ async function busyLimit(stats: 'current' | 'stale'): Promise<void> {
     await enqueueMany(t.pool, call, Array.from({ length: 3_000 }, (_, i) => ({ payload: { n: from + i } })));
   }
   if (stats === 'stale') await sql`ANALYZE leasehold.task`.execute(t.db);
+  // (and in a stripe, as a claim of a limit kept in stripes puts them)
   await sql`UPDATE leasehold.task SET status = 'processing', lease_version = 1, attempts = 1, lease_owner = 'w',
-              lease_until = now() + interval '1 hour'
+              lease_until = now() + interval '1 hour', flow_slot = CASE WHEN flow IS NULL THEN NULL ELSE id % 2 END
             WHERE name = 'other' AND status = 'pending'
                OR id IN (SELECT id FROM leasehold.task WHERE name = 'call-api' ORDER BY id LIMIT ${HOLDERS})`.execute(t.db);
   // the holders, as the claims that took them recorded them
@@ -76,5 +81,16 @@ describe('limits listed at production sizes', () => {
               WHERE id = (SELECT min(id) FROM leasehold.task WHERE name = 'call-api' AND status = 'processing')`.execute(t.db);
     const [row] = await limitList(t.pool);
     expect(row).toMatchObject({ running: HOLDERS - 1, waiting: WAITING });
+  });
+
+  it('counts the running tasks of a limit kept in stripes from its processing rows, not an expired lease', async () => {
+    await busyLimit('current', callStriped);
+    await sql`UPDATE leasehold.task SET lease_until = now() - interval '1 second'
+              WHERE id = (SELECT min(id) FROM leasehold.task WHERE name = 'call-api' AND status = 'processing')`.execute(t.db);
+    const list = await recordStatement((executor) => limitList(executor).catch(() => undefined));
+    const reads = await statementPlanReads(t.pool, 'task', list);
+    expect(reads.rowsTouched, reads.plan).toBeLessThanOrEqual(2 * (WAITING + HOLDERS));
+    const [row] = await limitList(t.pool);
+    expect(row).toMatchObject({ name: 'api', concurrency: 2_000, running: HOLDERS - 1, runningKeys: 1, waiting: WAITING });
   });
 });

@@ -1,5 +1,6 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { LeasedTable } from '../leased-table.js';
+import { stripeClaimCtes, stripeWriteCtes } from './lease-claim-stripes.js';
 
 /** What the limit part of the claim is built from (see `leaseClaim`). */
 export interface LimitClaimParts {
@@ -69,8 +70,8 @@ export function limitClaimCtes(p: LimitClaimParts): RawBuilder<unknown> {
         -- (each probe a scalar subquery ordered as its index is: EXISTS drops the ORDER BY, and
         -- the planner may then scan the table for a first match); lapsed: an expired lease waits
         -- under the limit, and its task needs its slot seen free (see flow_need)
-        SELECT a.name, a.lapsed FROM (
-          SELECT f.name,
+        SELECT a.name, a.lapsed, a.ready, a.striped FROM (
+          SELECT f.name, f.stripes > 0 AS striped,
                  coalesce((SELECT true FROM ${t} AS c WHERE c.flow = f.name AND ${READY}
                            ORDER BY c.flow_key, c.priority DESC, c.id LIMIT 1), false) AS ready,
                  coalesce((SELECT true FROM ${t} AS c WHERE c.flow = f.name AND c.status = 'processing'
@@ -82,7 +83,9 @@ export function limitClaimCtes(p: LimitClaimParts): RawBuilder<unknown> {
       ), flow_limits AS (
         -- waits for the claim of the same limit before it, if any: then reads its bookkeeping as
         -- that claim committed it (a locking read returns the latest row version)
-        SELECT l.* FROM ${lt} AS l WHERE l.name IN (SELECT name FROM flow_active) ORDER BY l.name
+        -- (a striped limit's claims lock a stripe instead, see stripeClaimCtes; one that changed
+        -- to stripes while this claim waited for its row is left out here, as the row it locks says)
+        SELECT l.* FROM ${lt} AS l WHERE l.name IN (SELECT name FROM flow_active) AND l.stripes = 0 ORDER BY l.name
         FOR UPDATE
       ), flow_clock AS (
         -- read once every lock is granted: each claim of a limit stamps its starts no earlier than
@@ -277,8 +280,9 @@ export function limitClaimCtes(p: LimitClaimParts): RawBuilder<unknown> {
           FOR UPDATE SKIP LOCKED
         ) AS c
         WHERE r.plain AND r.n > 0
-      ), flow_taken AS (
+      )${stripeClaimCtes({ table: p.table, t, limit, nameFilter, flowBatch })}, flow_taken AS (
         SELECT id, priority FROM flow_keyed UNION ALL SELECT id, priority FROM flow_plain
+        UNION ALL SELECT id, priority FROM stripe_rows UNION ALL SELECT id, priority FROM stripe_expired
       )`;
 }
 
@@ -288,9 +292,9 @@ export function limitClaimCtes(p: LimitClaimParts): RawBuilder<unknown> {
  * spent rate leaves its window, so that a worker wakes then instead of polling. They follow the
  * claim's UPDATE, `claimed`.
  */
-export function limitWriteCtes(p: Pick<LimitClaimParts, 'table'>): RawBuilder<unknown> {
+export function limitWriteCtes(p: Pick<LimitClaimParts, 'table' | 'flowBatch'>): RawBuilder<unknown> {
   const lt = sql.id(p.table.schema, p.table.limitTable!);
-  return sql`
+  return sql`${stripeWriteCtes(p)}
       , flow_after AS (
         -- the starts inside a window once this claim's are added
         SELECT s.flow, s.at, s.key, s.in_rate, s.in_key_rate FROM flow_starts AS s
@@ -384,6 +388,8 @@ export function limitWriteCtes(p: Pick<LimitClaimParts, 'table'>): RawBuilder<un
           FROM flow_limits AS l CROSS JOIN flow_clock AS k JOIN flow_after AS a ON a.flow = l.name AND a.in_key_rate
           GROUP BY l.name, a.key, l.rate_per_key, l.rate_per_key_period_ms, k.at
           HAVING count(*) >= l.rate_per_key
+          UNION ALL
+          SELECT ms, NULL FROM stripe_wait
         ) AS w
       )`;
 }

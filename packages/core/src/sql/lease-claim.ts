@@ -2,6 +2,7 @@ import { sql, type RawBuilder } from 'kysely';
 import type { LeasedTable } from '../leased-table.js';
 import { executeCached, type Executor } from './execute.js';
 import { limitClaimCtes, limitWriteCtes } from './lease-claim-limits.js';
+import { STRIPE_SET } from './lease-claim-stripes.js';
 import { toClaimed, type Claimed } from './lease-row.js';
 import { claimedFromChunk, jsonChunks, jsonRowText, type ResumedParts } from './claim-json.js';
 import { versionFilter, type ClaimVersions } from './claim-versions.js';
@@ -381,7 +382,7 @@ function claimStatement(shape: ClaimShape, v: ClaimValues): RawBuilder<Record<st
   const { t, nameFilter, limit, unlimited, ready, claimed } = claimParts(shape, v);
   const flows = shape.flows ? limitClaimCtes({ table, t, limit, nameFilter, flows: flowLiterals(shape.flowNames), flowBatch: sql`${v.flowBatch}` }) : sql``;
   const admitted = shape.flows ? sql`UNION ALL SELECT * FROM flow_taken` : sql``;
-  const written = shape.flows ? limitWriteCtes({ table }) : sql``;
+  const written = shape.flows ? limitWriteCtes({ table, flowBatch: sql`${v.flowBatch}` }) : sql``;
   // Parked rows due to wake (a sleep over, a wait's deadline) that this claim may take: a source
   // of their own, claimed from `waiting` straight to `processing` (one claim per wake, not a wake
   // and then a claim). Rows under a limit are not: those go through the limit's own sources.
@@ -440,7 +441,7 @@ function claimStatement(shape: ClaimShape, v: ClaimValues): RawBuilder<Record<st
                         ${table.waits ? sql`UNION ALL SELECT * FROM parked` : sql``} ${admitted}) AS candidate
         ORDER BY priority DESC, id
         LIMIT ${limit}
-      ), ${claimed(sql`picked`, shape.flows ? WHOLE_RESUMABLE_WITH_FLOWS : WHOLE_RESUMABLE)}${woken}, ${nextDue}${written}
+      ), ${claimed(sql`picked`, shape.flows ? WHOLE_RESUMABLE_WITH_FLOWS : WHOLE_RESUMABLE, shape.flows ? STRIPE_SET : sql``)}${woken}, ${nextDue}${written}
       ${table.claimJson === undefined ? rowsWholeSelect(table, shape.flows, limit) : jsonWholeSelect(shape.flows, limit)}
     `;
 }

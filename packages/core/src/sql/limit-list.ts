@@ -34,6 +34,7 @@ export interface LimitRow {
 export async function limitList(executor: Executor, schema = 'leasehold'): Promise<LimitRow[]> {
   const lt = sql.id(schema, 'task_limit');
   const t = sql.id(schema, 'task');
+  const st = sql.id(schema, 'task_limit_stripe');
   const rows = await execute<{
     name: string; task_names: string[]; concurrency: number | null; concurrency_per_key: number | null;
     rate: number | null; rate_period_ms: string | null; rate_per_key: number | null; rate_per_key_period_ms: string | null;
@@ -42,7 +43,8 @@ export async function limitList(executor: Executor, schema = 'leasehold'): Promi
     executor,
     sql`
       SELECT l.name, l.task_names, l.concurrency, l.concurrency_per_key, l.rate, l.rate_period_ms, l.rate_per_key,
-             l.rate_per_key_period_ms, l.seen_at, l.seen_by, held.running, held.running_keys,
+             l.rate_per_key_period_ms, l.seen_at, l.seen_by, listed.running + striped.running AS running,
+             listed.running_keys + striped.running_keys AS running_keys,
              (SELECT count(*) FROM unnest(l.start_at) AS s(at)
               WHERE s.at > date_part('epoch', clock_timestamp()) * 1000 - l.rate_period_ms) AS starts,
              -- counted through the limit's own indexes (ready, and scheduled for later), then the
@@ -57,9 +59,20 @@ export async function limitList(executor: Executor, schema = 'leasehold'): Promi
         FROM unnest(l.holder_ids, l.holder_versions, l.holder_keys) AS h(id, version, key)
         -- each holder by primary key (a scalar subquery, and see statusIs): joined, the planner
         -- could hash every processing row of the table
-        WHERE (SELECT r.lease_version = h.version AND ${statusIs('r', 'processing')} AND r.lease_until >= now()
+        WHERE l.stripes = 0
+          AND (SELECT r.lease_version = h.version AND ${statusIs('r', 'processing')} AND r.lease_until >= now()
                FROM ${t} AS r WHERE r.id = h.id)
-      ) AS held
+      ) AS listed
+      CROSS JOIN LATERAL (
+        -- a striped limit's slots are held by its processing rows, each stripe's read as the claim
+        -- counts them (task_flow_held); OFFSET 0 keeps the lease's test out of that scan
+        SELECT count(*) AS running, count(DISTINCT r.flow_key) AS running_keys
+        FROM ${st} AS s CROSS JOIN LATERAL (
+          SELECT r.lease_until, r.flow_key FROM ${t} AS r
+          WHERE r.flow = s.name AND r.flow_slot = s.stripe AND r.status = 'processing' OFFSET 0
+        ) AS r
+        WHERE l.stripes > 0 AND s.name = l.name AND r.lease_until >= now()
+      ) AS striped
       ORDER BY l.name
     `,
   );

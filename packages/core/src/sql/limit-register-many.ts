@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import type { LeasedTable } from '../leased-table.js';
 import type { LimitDefinition } from '../limits/define-limit.js';
 import { execute, type Executor } from './execute.js';
+import { limitStripesReconcile } from './limit-stripes-reconcile.js';
 
 /** One limit as a worker's code declares it, with the task names that run under it there. */
 export interface LimitDeclaration {
@@ -12,7 +13,8 @@ export interface LimitDeclaration {
 /**
  * Records the limits a worker's tasks run under (`<table>_limit`), as its code says them now:
  * creates new ones and overwrites the bounds and task names of existing ones (seen now, by
- * `owner`), keeping their bookkeeping (the leases holding slots, the starts in the window). So a
+ * `owner`), keeping their bookkeeping (the leases holding slots, the starts in the window), and
+ * keeps each one's slots in stripes or a list as its bounds say (`limitStripesReconcile`). So a
  * bound changed in code applies from the next worker start, to every worker's claims. Then
  * returns the limits this worker claims under: its own, and any other recorded for one of
  * `names` (rows enqueued under a limit the code has since dropped still run, within it).
@@ -58,6 +60,7 @@ export async function limitRegisterMany(
       `,
       { prepare: false },
     );
+    await limitStripesReconcile(executor, table, input.map((l) => l.name));
   }
   const rows = await execute<{ name: string }>(
     executor,

@@ -14,8 +14,8 @@ export async function taskWorkerSeen(executor: Executor, table: LeasedTable<unkn
     // rows of workers gone for an hour (killed, so they never deleted theirs) leave with it: the
     // list stays as short as the fleet
     sql`WITH gone AS (DELETE FROM ${workerTableRef(table)} WHERE seen_at < now() - interval '1 hour' AND owner <> ${owner}::text)
-        INSERT INTO ${workerTableRef(table)} AS w (owner, accepts) VALUES (${owner}::text, ${JSON.stringify(accepts)}::jsonb)
-        ON CONFLICT (owner) DO UPDATE SET accepts = excluded.accepts, seen_at = now()`,
+        INSERT INTO ${workerTableRef(table)} AS w (owner, accepts, claims_stripes) VALUES (${owner}::text, ${JSON.stringify(accepts)}::jsonb, true)
+        ON CONFLICT (owner) DO UPDATE SET accepts = excluded.accepts, claims_stripes = true, seen_at = now()`,
   );
 }
 
