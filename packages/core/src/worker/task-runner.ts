@@ -70,6 +70,8 @@ export class TaskRunner<Row> implements HeldBy<Row> {
   #pumping = false;
   /** Tasks whose life (handler, then fenced write) has not ended. */
   #lives = 0;
+  /** Lives ended (see {@link written}). */
+  #written = 0;
   /** Fenced writes under way that finish rows of ordering groups (see {@link settling}). */
   #settling = 0;
   /** Such writes ended so far (see {@link settled}). */
@@ -115,6 +117,11 @@ export class TaskRunner<Row> implements HeldBy<Row> {
    */
   get lent(): number {
     return this.#lent;
+  }
+
+  /** How many tasks' lives have ended (written, or given up): it moves as writes commit. */
+  get written(): number {
+    return this.#written;
   }
 
   /** Tasks whose handler is done and whose fenced write is under way. */
@@ -400,6 +407,7 @@ export class TaskRunner<Row> implements HeldBy<Row> {
     h.over = true;
     h.tel?.abandon(); // a write that failed outright: end the span all the same
     this.#held.delete(h);
+    this.#written++;
     this.#p.onWritten(h.task);
     if (--this.#lives === 0) for (const resolve of this.#drained.splice(0)) resolve();
   }
