@@ -29,8 +29,10 @@ const READY = sql`c.status = 'pending' AND NOT c.blocked AND NOT c.scheduled`;
  * Per served striped limit with rows waiting, it counts each stripe's processing rows
  * (`task_flow_held`), then locks the stripe with the most room that no other claim holds
  * (`FOR UPDATE SKIP LOCKED`): two claims of one limit run side by side. A stripe written since
- * this statement's snapshot (the version locked is not the version read) gives nothing: the
- * count could miss the rows that write stands for (`stripe_wait` asks for a claim at once).
+ * this statement's snapshot (the version locked is not the version read) was written by a claim
+ * this count cannot see the rows of: one write behind, the count adds the rows that write took
+ * (`taken`, recorded with the version it replaced, `prior`); further behind, the stripe gives
+ * nothing, and `stripe_wait` asks for a claim at once.
  */
 export function stripeClaimCtes(p: StripeClaimParts): RawBuilder<unknown> {
   const { t, limit, nameFilter, flowBatch } = p;
@@ -101,7 +103,7 @@ export function stripeClaimCtes(p: StripeClaimParts): RawBuilder<unknown> {
 /**
  * The claim's `flow_slot` for a claimed row (a SET item): the stripe its limit's claim took it
  * into, or what it had (a lease taken over keeps its slot; a row under no striped limit keeps
- * a value nothing reads). The membership test is one hashed lookup per row.
+ * a value nothing reads). The membership tests are hashed lookups, one per stripe number.
  */
 export const STRIPE_SET = sql`
             flow_slot = CASE ${sql.join(

@@ -3,15 +3,19 @@ import type { LeasedTable } from '../leased-table.js';
 
 /**
  * The smallest concurrency kept in stripes (docs/flow-control.md, "How a large concurrency limit
- * is kept"): below it, claims of a limit take few rows each, and a bound split in four would
- * leave each claim a sliver of it.
+ * is kept (stripes)"): below it a claim of the limit takes few rows, so its claims overlap
+ * little, and half the bound would be a small claim.
  */
 export const STRIPED_FROM = 64;
 
-/** How many stripes a striped limit's bound is split into. */
+/**
+ * How many stripes a striped limit's bound is split into. Two, measured against three, four and
+ * eight on two workers (bench/RESULTS.md, issue 32, 2026-12-06): more stripes mean smaller claims,
+ * whose fixed cost outweighed the overlap they allow.
+ */
 export const STRIPES = 2;
 
-/** How many stripes of a limit one claim locks at most: two claims of it run side by side. */
+/** How many stripes of a limit one claim locks at most: with one, two claims of it run side by side. */
 export const STRIPES_PER_CLAIM = 1;
 
 /** `"schema"."task_limit_stripe"`: the stripes of the table's limits (core migration 20). */
