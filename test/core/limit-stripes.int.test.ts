@@ -8,6 +8,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { createWorker, defineLimit, defineTask, enqueueMany, limitList, taskTable, type LimitDefinition, type TaskDefinition } from '@leasehold/core';
 import { leaseClaim, leaseFinalizeMany, limitRegisterMany, toDone, toReleased, toRetry } from '@leasehold/core/internal';
 import { useTestDatabase } from '../fixtures.js';
+import { seeded } from '../seeded.js';
 
 const t = useTestDatabase();
 const table = taskTable();
@@ -79,14 +80,8 @@ describe('a concurrency limit kept in stripes', () => {
     const task = taskUnder('call-api', limit);
     await register(limit, ['call-api']);
     await enqueueMany(t.pool, task, items(1_000));
-    // a fixed sequence (xorshift), so that a failure replays
-    let seed = 0x1b873593;
-    const next = (n: number) => {
-      seed ^= seed << 13;
-      seed ^= seed >>> 17;
-      seed ^= seed << 5;
-      return (seed >>> 0) % n;
-    };
+    // a fixed sequence, so that a failure replays
+    const next = seeded(0x1b873593);
     let running: { id: string; leaseVersion: number }[] = [];
     for (let step = 0; step < 40; step++) {
       const end = running.splice(0, next(running.length + 1));
@@ -169,6 +164,8 @@ describe('a concurrency limit kept in stripes', () => {
     let running = 0;
     let most = 0;
     let done = 0;
+    let allDone: () => void = () => {};
+    const finished = new Promise<void>((resolve) => (allDone = resolve));
     const task = defineTask<{ n: number }>('call-api', {
       limit,
       handler: async () => {
@@ -176,7 +173,7 @@ describe('a concurrency limit kept in stripes', () => {
         // long enough that two workers' claims of the two stripes overlap in time, whatever the load
         await new Promise((r) => setTimeout(r, 20 + (done % 10)));
         running--;
-        done++;
+        if (++done === 1_000) allDone();
       },
     });
     await register(limit, ['call-api']);
@@ -185,8 +182,10 @@ describe('a concurrency limit kept in stripes', () => {
     const workers = pools.map((pool) => createWorker({ pool, tasks: [task], concurrency: 40, logger: null }));
     try {
       await Promise.all(workers.map((w) => w.start()));
-      const deadline = Date.now() + 60_000;
-      while (done < 1_000 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      let timer: NodeJS.Timeout | undefined;
+      const deadline = new Promise<void>((resolve) => (timer = setTimeout(resolve, 60_000)));
+      await Promise.race([finished, deadline]);
+      clearTimeout(timer);
       expect(done).toBe(1_000);
     } finally {
       await Promise.all(workers.map((w) => w.stop()));

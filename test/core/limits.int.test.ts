@@ -6,6 +6,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { defineLimit, defineTask, enqueueMany, limitList, taskTable, type LimitDefinition, type TaskDefinition } from '@leasehold/core';
 import { leaseClaim, leaseExtendMany, leaseFinalizeMany, limitRegisterMany, toDone, toReleased, toRetry } from '@leasehold/core/internal';
 import { useTestDatabase } from '../fixtures.js';
+import { seeded } from '../seeded.js';
 
 const t = useTestDatabase();
 const table = taskTable();
@@ -76,14 +77,8 @@ describe('a concurrency limit', () => {
     const task = taskUnder('call-api', limit);
     await register(limit, ['call-api']);
     await enqueueMany(t.pool, task, items(600));
-    // a fixed sequence (xorshift), so that a failure replays
-    let seed = 0x2545f491;
-    const next = (n: number) => {
-      seed ^= seed << 13;
-      seed ^= seed >>> 17;
-      seed ^= seed << 5;
-      return (seed >>> 0) % n;
-    };
+    // a fixed sequence, so that a failure replays
+    const next = seeded(0x2545f491);
     for (let step = 0; step < 80; step++) {
       const running = await sql<{ id: string; lease_version: string }>`
         SELECT id, lease_version FROM leasehold.task WHERE status = 'processing' ORDER BY id`.execute(t.db);

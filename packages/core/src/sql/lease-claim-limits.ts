@@ -1,6 +1,7 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { LeasedTable } from '../leased-table.js';
 import { stripeClaimCtes, stripeWriteCtes } from './lease-claim-stripes.js';
+import { LIMITED_READY as READY } from './limit-stripes.js';
 
 /** What the limit part of the claim is built from (see `leaseClaim`). */
 export interface LimitClaimParts {
@@ -27,9 +28,6 @@ export interface LimitClaimParts {
  */
 const TOLERANCE = sql`greatest(l.rate_period_ms / 10.0, l.rate_period_ms::float8 / l.rate)`;
 const INTERVAL = sql`(l.rate_period_ms::float8 / l.rate)`;
-
-// a pending row a claim could take now, once its limit has room (alias c)
-const READY = sql`c.status = 'pending' AND NOT c.blocked AND NOT c.scheduled`;
 
 /**
  * The CTEs that take rows under limits (docs/flow-control.md), to follow the claim's unlimited

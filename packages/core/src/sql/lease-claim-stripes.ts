@@ -1,22 +1,9 @@
 import { sql, type RawBuilder } from 'kysely';
-import type { LeasedTable } from '../leased-table.js';
-import { STRIPES, STRIPES_PER_CLAIM, stripeTable } from './limit-stripes.js';
+import type { LimitClaimParts } from './lease-claim-limits.js';
+import { LIMITED_READY as READY, STRIPES, STRIPES_PER_CLAIM, stripeTable } from './limit-stripes.js';
 
-/** The striped limits' part of the claim (see {@link stripeClaimCtes}). */
-export interface StripeClaimParts {
-  readonly table: LeasedTable<unknown>;
-  /** `"schema"."task"` */
-  readonly t: RawBuilder<unknown>;
-  /** The claim's LIMIT: a literal or the batch parameter. */
-  readonly limit: RawBuilder<unknown>;
-  /** `AND c.<name> = ANY(names)`, or nothing. */
-  readonly nameFilter: RawBuilder<unknown>;
-  /** Most rows under limits to take (an integer parameter). */
-  readonly flowBatch: RawBuilder<unknown>;
-}
-
-// a pending row a claim could take now, once its limit has room (alias c)
-const READY = sql`c.status = 'pending' AND NOT c.blocked AND NOT c.scheduled`;
+/** The striped limits' part of the claim: the limits' own parts but the served names (see {@link stripeClaimCtes}). */
+export type StripeClaimParts = Omit<LimitClaimParts, 'flows'>;
 
 /**
  * The CTEs that take rows under striped limits (docs/flow-control.md, "How a large concurrency
@@ -54,16 +41,15 @@ export function stripeClaimCtes(p: StripeClaimParts): RawBuilder<unknown> {
         SELECT s.name, s.stripe, s.xmin AS locked_xmin, s.capacity - x.held AS room, x.held IS NOT NULL AS fresh
         FROM (SELECT DISTINCT name FROM stripe_seen) AS a
         CROSS JOIN LATERAL (
-          SELECT s.name, s.stripe, s.capacity, s.xmin, s.prior, s.taken FROM ${st} AS s
+          SELECT s.name, s.stripe, s.capacity, s.xmin, s.prior, s.taken, v.held AS seen_held, v.seen_xmin FROM ${st} AS s
           JOIN stripe_seen AS v ON v.name = s.name AND v.stripe = s.stripe
           WHERE s.name = a.name
           ORDER BY v.capacity - v.held DESC, s.stripe
           LIMIT ${sql.lit(STRIPES_PER_CLAIM)}
           FOR UPDATE OF s SKIP LOCKED
         ) AS s
-        JOIN stripe_seen AS v ON v.name = s.name AND v.stripe = s.stripe
         CROSS JOIN LATERAL (
-          SELECT CASE WHEN s.xmin = v.seen_xmin THEN v.held WHEN s.prior = v.seen_xmin THEN v.held + s.taken END AS held
+          SELECT CASE WHEN s.xmin = s.seen_xmin THEN s.seen_held WHEN s.prior = s.seen_xmin THEN s.seen_held + s.taken END AS held
         ) AS x
       ), stripe_room AS (
         -- each locked stripe's room, and where its share starts among the limit's rows (from)

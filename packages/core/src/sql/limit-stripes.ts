@@ -18,6 +18,9 @@ export const STRIPES = 2;
 /** How many stripes of a limit one claim locks at most: with one, two claims of it run side by side. */
 export const STRIPES_PER_CLAIM = 1;
 
+/** A pending row of a limit that a claim could take now, once the limit has room (alias `c`). */
+export const LIMITED_READY = sql`c.status = 'pending' AND NOT c.blocked AND NOT c.scheduled`;
+
 /** `"schema"."task_limit_stripe"`: the stripes of the table's limits (core migration 20). */
 export function stripeTable(table: LeasedTable<unknown>): RawBuilder<unknown> {
   return sql.id(table.schema, `${table.limitTable!}_stripe`);
