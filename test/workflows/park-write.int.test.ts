@@ -7,8 +7,8 @@
 import type pg from 'pg';
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
-import { cancelTask, createWorker, defineSignal, defineTask, enqueue, enqueueMany, getTask, sendSignal, SuspendedError, taskTable, type TaskContext } from '@leasehold/core';
-import { leaseClaim } from '@leasehold/core/internal';
+import { cancelTask, createWorker, defineLimit, defineSignal, defineTask, enqueue, enqueueMany, getTask, sendSignal, SuspendedError, taskTable, type TaskContext } from '@leasehold/core';
+import { leaseClaim, limitRegisterMany } from '@leasehold/core/internal';
 import { RUNNER_CONTROL, type HandlerContext } from '../../packages/core/src/worker/handler-context.js';
 import { WorkflowRun } from '../../packages/core/src/workflow/workflow-run.js';
 import { readTask, useTestDatabase } from '../fixtures.js';
@@ -29,9 +29,9 @@ function countingPool(options: pg.PoolConfig = {}): { pool: pg.Pool; sent: strin
 }
 
 /** A run of a freshly claimed task, with a context that records what the run tells the runner. */
-async function claimedRun(pool: pg.Pool, def = flow) {
+async function claimedRun(pool: pg.Pool, def = flow, flows?: readonly string[]) {
   const handle = await enqueue(t.pool, def, {} as never);
-  const { claimed } = await leaseClaim(t.pool, table, { owner: 'park-write', batch: 1, leaseMs: 60_000, names: [def.name] });
+  const { claimed } = await leaseClaim(t.pool, table, { owner: 'park-write', batch: 1, leaseMs: 60_000, names: [def.name], flows });
   const task = claimed.find((c) => c.id === handle.id);
   if (task === undefined) throw new Error('the task was not claimed');
   const told: { suspended: { reason: Error; dueInMs: number | undefined }[] } = { suspended: [] };
@@ -320,16 +320,24 @@ describe('on a worker', () => {
 });
 
 describe('a run taken over from an expired lease', () => {
-  it('reads its records after the claim (its holder may still be writing), and does not run a recorded step again', async () => {
+  // under a limit of 64 or more, kept in stripes, the takeover is the stripes' own source
+  const limits = { 'no limit': undefined, 'a limit kept in stripes': defineLimit('park-write-striped', { concurrency: 64 }) };
+  it.each(Object.entries(limits))('reads its records after the claim (its holder may still be writing), and does not run a recorded step again: %s', async (_, limit) => {
     let ran = 0;
-    const def = defineTask('park-write-takeover', {
+    const def = defineTask(`park-write-takeover${limit === undefined ? '' : '-limited'}`, {
+      ...(limit === undefined ? {} : { limit }),
       handler: async (_p: Record<string, never>, ctx: TaskContext) => {
         await ctx.step('a', () => ++ran);
         await ctx.step('b', () => 'b');
       },
     });
+    const flows = limit === undefined ? undefined : await limitRegisterMany(t.pool, table, 'park-write', [{ limit, taskNames: [def.name] }], [def.name]);
+    if (limit !== undefined) {
+      const striped = await sql<{ n: number }>`SELECT count(*)::int AS n FROM leasehold.task_limit_stripe WHERE name = ${limit.name}`.execute(t.db);
+      expect(striped.rows[0]!.n).toBeGreaterThan(0);
+    }
     // a first lease records 'a', then its holder stalls: its lease runs out
-    const { id, run } = await claimedRun(t.pool, def as unknown as typeof flow);
+    const { id, run } = await claimedRun(t.pool, def as unknown as typeof flow, flows);
     expect(await run.step('a', () => ++ran)).toBe(1);
     await sql`UPDATE leasehold.task SET lease_until = now() - interval '1 second' WHERE id = ${id}`.execute(t.db);
     const { pool, sent } = countingPool({ max: 4 });

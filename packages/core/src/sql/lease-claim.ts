@@ -529,7 +529,8 @@ function jsonColumns(table: LeasedTable<unknown>, flows: boolean, resumed: Resum
 // A ready-only claim takes pending rows alone.
 const READY_RESUMABLE = sql`true`;
 const WHOLE_RESUMABLE = sql`NOT o.id = ANY(ARRAY(SELECT id FROM expired))`;
-const WHOLE_RESUMABLE_WITH_FLOWS = sql`${WHOLE_RESUMABLE} AND NOT o.id = ANY(ARRAY(SELECT id FROM flow_expired))`;
+// (under limits, the list's takeovers and the stripes')
+const WHOLE_RESUMABLE_WITH_FLOWS = sql`${WHOLE_RESUMABLE} AND NOT o.id = ANY(ARRAY(SELECT id FROM flow_expired)) AND NOT o.id = ANY(ARRAY(SELECT id FROM stripe_expired))`;
 
 // the claimed rows as JSON chunks (`rows`), a protocol row each
 function jsonSelect(): RawBuilder<unknown> {
