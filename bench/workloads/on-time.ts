@@ -591,7 +591,7 @@ export const limitsMix: Workload = {
 // ---------------------------------------------------------------------------------------------
 // limit-concurrency: a concurrency-only limit that never binds, against no limit
 
-async function concPhase(ctx: BenchContext, limited: boolean): Promise<{ rate: number; seconds: number }> {
+async function concPhase(ctx: BenchContext, limited: boolean): Promise<{ rate: number; seconds: number; workerCpu: number; serverCpu: number }> {
   const s = sizes();
   const n = s.concTasks;
   await freshSchema(ctx);
@@ -601,11 +601,16 @@ async function concPhase(ctx: BenchContext, limited: boolean): Promise<{ rate: n
   await settle(ctx.admin, { analyze: true });
   const w = await startWorkers(ctx, 2, [limited ? 'conc' : 'plain'], settings, { reportStarts: false, reportCounts: true });
   try {
+    await w.resetStats();
+    const serverBefore = await backendCpu(ctx.admin);
     const t0 = await w.go();
     const done = (await w.until(() => w.handled() >= n, t0 + 120_000)) && (await w.until(async () => (await unfinished(ctx.admin)) === 0, t0 + 130_000));
     if (!done) throw new Error(`${limited ? 'limited' : 'unlimited'}: ${w.handled()} of ${n} handled within 120 s`);
     const seconds = (wallNow() - t0) / 1000;
-    return { rate: n / seconds, seconds };
+    // CPU per 1,000 tasks: both phases keep both cores busy, so this is what a change must lower
+    const serverMs = cpuDelta(serverBefore, await backendCpu(ctx.admin));
+    const workerMs = (await w.stats()).reduce((sum, st) => sum + st.cpuMs, 0);
+    return { rate: n / seconds, seconds, workerCpu: (workerMs / n) * 1000, serverCpu: serverBefore.size ? (serverMs / n) * 1000 : NaN };
   } finally {
     await w.stop();
   }
@@ -620,6 +625,10 @@ export const limitConcurrency: Workload = {
     { key: 'unlimited', label: 'unlimited', unit: 'tasks/s' },
     { key: 'limited', label: 'under the concurrency limit', unit: 'tasks/s' },
     { key: 'ratio', label: 'limited / unlimited', unit: '×' },
+    { key: 'freeWorkerCpu', label: 'unlimited: worker CPU per 1,000', unit: 'ms' },
+    { key: 'freeServerCpu', label: 'unlimited: PostgreSQL backends’ CPU per 1,000', unit: 'ms' },
+    { key: 'limWorkerCpu', label: 'limited: worker CPU per 1,000', unit: 'ms' },
+    { key: 'limServerCpu', label: 'limited: PostgreSQL backends’ CPU per 1,000', unit: 'ms' },
   ],
   onlyWhenNamed: true,
   maxRounds: ROUNDS,
@@ -627,7 +636,19 @@ export const limitConcurrency: Workload = {
     const free = await concPhase(ctx, false);
     const lim = await concPhase(ctx, true);
     ctx.log(`  unlimited ${fmt(free.rate)} tasks/s (${fmt(free.seconds)} s); limited ${fmt(lim.rate)} tasks/s (${fmt(lim.seconds)} s)`);
-    return { values: { unlimited: free.rate, limited: lim.rate, ratio: lim.rate / free.rate }, check: 'ok', details: { free, lim } };
+    return {
+      values: {
+        unlimited: free.rate,
+        limited: lim.rate,
+        ratio: lim.rate / free.rate,
+        freeWorkerCpu: free.workerCpu,
+        freeServerCpu: free.serverCpu,
+        limWorkerCpu: lim.workerCpu,
+        limServerCpu: lim.serverCpu,
+      },
+      check: 'ok',
+      details: { free, lim },
+    };
   },
 };
 

@@ -30,23 +30,12 @@ const TOLERANCE = sql`greatest(l.rate_period_ms / 10.0, l.rate_period_ms::float8
 const INTERVAL = sql`(l.rate_period_ms::float8 / l.rate)`;
 
 /**
- * The CTEs that take rows under limits (docs/flow-control.md), to follow the claim's unlimited
- * sources. They yield `flow_taken (id, priority)`: rows whose limits have room for them, at most
- * what each limit, key and rate allows, locked; and they write `flow_promoted` and, once the
- * claim's UPDATE (`claimed`, which must return `flow` and `flow_key`) has run, `flow_written`.
- *
- * Reads, per served limit with rows waiting: its `<table>_limit` row, locked (`FOR UPDATE`, in
- * name order, so claims of one limit take turns and never deadlock), and slot holders' rows by
- * their primary keys (all of them, or for a limit of concurrency alone only as far down the list
- * as the room it asks for takes: see flow_need); then, only while the limit has room, for a limit
- * with a per-key bound (or an expired lease to take over) one index probe per key with ready rows
- * (however many rows wait behind it) and, for the keys that rank first, their first rows up to the
- * key's room (the r-th key at most batch - r + 1), and for any other limit its first ready rows up
- * to its room. A limit or key without room reads none of its rows. Locks only the rows it admits
- * (`FOR UPDATE SKIP LOCKED`), and the due rows it promotes.
+ * The CTEs every claim under limits begins with: `flow_due` and `flow_promoted` (scheduled rows of
+ * a served limit that came due, moved where the next claim takes them), and `flow_active (name,
+ * lapsed, ready, striped)`, the served limits with a row to take or an expired lease to take over.
  */
-export function limitClaimCtes(p: LimitClaimParts): RawBuilder<unknown> {
-  const { t, limit, nameFilter, flows, flowBatch } = p;
+function flowSourceCtes(p: LimitClaimParts): RawBuilder<unknown> {
+  const { t, limit, flows } = p;
   const lt = sql.id(p.table.schema, p.table.limitTable!);
   return sql`
       , flow_due AS (
@@ -78,7 +67,29 @@ export function limitClaimCtes(p: LimitClaimParts): RawBuilder<unknown> {
           WHERE f.name = ANY(${flows}::text[])
         ) AS a
         WHERE a.ready OR a.lapsed
-      ), flow_limits AS (
+      )`;
+}
+
+/**
+ * The CTEs that take rows under limits (docs/flow-control.md), to follow the claim's unlimited
+ * sources. They yield `flow_taken (id, priority)`: rows whose limits have room for them, at most
+ * what each limit, key and rate allows, locked; and they write `flow_promoted` and, once the
+ * claim's UPDATE (`claimed`, which must return `flow` and `flow_key`) has run, `flow_written`.
+ *
+ * Reads, per served limit with rows waiting: its `<table>_limit` row, locked (`FOR UPDATE`, in
+ * name order, so claims of one limit take turns and never deadlock), and slot holders' rows by
+ * their primary keys (all of them, or for a limit of concurrency alone only as far down the list
+ * as the room it asks for takes: see flow_need); then, only while the limit has room, for a limit
+ * with a per-key bound (or an expired lease to take over) one index probe per key with ready rows
+ * (however many rows wait behind it) and, for the keys that rank first, their first rows up to the
+ * key's room (the r-th key at most batch - r + 1), and for any other limit its first ready rows up
+ * to its room. A limit or key without room reads none of its rows. Locks only the rows it admits
+ * (`FOR UPDATE SKIP LOCKED`), and the due rows it promotes.
+ */
+export function limitClaimCtes(p: LimitClaimParts): RawBuilder<unknown> {
+  const { t, limit, nameFilter, flowBatch } = p;
+  const lt = sql.id(p.table.schema, p.table.limitTable!);
+  return sql`${flowSourceCtes(p)}, flow_limits AS (
         -- waits for the claim of the same limit before it, if any: then reads its bookkeeping as
         -- that claim committed it (a locking read returns the latest row version)
         -- (a striped limit's claims lock a stripe instead, see stripeClaimCtes; one that changed
@@ -278,10 +289,29 @@ export function limitClaimCtes(p: LimitClaimParts): RawBuilder<unknown> {
           FOR UPDATE SKIP LOCKED
         ) AS c
         WHERE r.plain AND r.n > 0
-      )${stripeClaimCtes({ table: p.table, t, limit, nameFilter, flowBatch })}, flow_taken AS (
+      )${stripeClaimCtes({ table: p.table, t, limit, nameFilter, flowBatch, afterLocks: true })}, flow_taken AS (
         SELECT id, priority FROM flow_keyed UNION ALL SELECT id, priority FROM flow_plain
         UNION ALL SELECT id, priority FROM stripe_rows UNION ALL SELECT id, priority FROM stripe_expired
       )`;
+}
+
+/**
+ * The claim's CTEs under limits when every served limit is expected to be kept in stripes
+ * (`LeaseClaimInput.stripedOnly`): {@link limitClaimCtes} without the lists' part, which is most
+ * of the statement's text and of the time PostgreSQL spends parsing and planning it. Takes rows
+ * only under striped limits; `flow_listed` says whether a served limit kept in its list had rows
+ * to take or an expired lease to take over (this claim took none of them).
+ */
+export function stripedOnlyClaimCtes(p: LimitClaimParts): RawBuilder<unknown> {
+  const { t, limit, nameFilter, flowBatch } = p;
+  return sql`${flowSourceCtes(p)}${stripeClaimCtes({ table: p.table, t, limit, nameFilter, flowBatch, afterLocks: false })}, flow_taken AS (
+        SELECT id, priority FROM stripe_rows UNION ALL SELECT id, priority FROM stripe_expired
+      )`;
+}
+
+/** The write CTEs of {@link stripedOnlyClaimCtes}: the stripes' own, and `flow_wait` from them. */
+export function stripedOnlyWriteCtes(p: Pick<LimitClaimParts, 'table' | 'flowBatch'>): RawBuilder<unknown> {
+  return sql`${stripeWriteCtes(p)}, flow_wait AS (SELECT ms FROM stripe_wait)`;
 }
 
 /**

@@ -3,13 +3,20 @@ import type { LimitClaimParts } from './lease-claim-limits.js';
 import { LIMITED_READY as READY, STRIPES, STRIPES_PER_CLAIM, stripeTable } from './limit-stripes.js';
 
 /** The striped limits' part of the claim: the limits' own parts but the served names (see {@link stripeClaimCtes}). */
-export type StripeClaimParts = Omit<LimitClaimParts, 'flows'>;
+export interface StripeClaimParts extends Omit<LimitClaimParts, 'flows'> {
+  /**
+   * The claim also locks limits' rows (`flow_limits`, then `flow_clock`): the stripes are locked
+   * after those, so that a claim never waits for a row lock while it holds a stripe.
+   */
+  readonly afterLocks: boolean;
+}
 
 /**
  * The CTEs that take rows under striped limits (docs/flow-control.md, "How a large concurrency
  * limit is kept"): limits of concurrency alone whose slots are kept in stripes instead of a list.
- * They follow `flow_clock` of `limitClaimCtes` (so every lock a claim waits for comes first, and a
- * claim never waits while it holds a stripe) and yield `stripe_rows (id, priority, flow, stripe)`,
+ * They follow `flow_active` and, in a claim that also locks limits' rows, `flow_clock` of
+ * `limitClaimCtes` (so every lock a claim waits for comes first, and a claim never waits while it
+ * holds a stripe), and yield `stripe_rows (id, priority, flow, stripe)`,
  * the ready rows taken, and `stripe_expired (id, priority)`, expired leases taken over, which keep
  * the slot their claim counted them in.
  *
@@ -32,9 +39,13 @@ export function stripeClaimCtes(p: StripeClaimParts): RawBuilder<unknown> {
                 WHERE r.flow = s.name AND r.status = 'processing' AND r.flow_slot = s.stripe) AS held,
                s.capacity
         FROM ${st} AS s
-        WHERE s.name IN (SELECT name FROM flow_active WHERE striped AND ready)
+        WHERE s.name IN (SELECT name FROM flow_active WHERE striped AND ready)${
+          p.afterLocks
+            ? sql`
           -- after every limit row's lock is granted (flow_clock reads them all first)
-          AND (SELECT count(*) FROM flow_clock) > 0
+          AND (SELECT count(*) FROM flow_clock) > 0`
+            : sql``
+        }
       ), stripe_locked AS (
         -- the stripes with the most room that no other claim holds, up to STRIPES_PER_CLAIM
         -- (held: the version read, or the one after it, whose claim's rows this count misses)

@@ -1,7 +1,7 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { LeasedTable } from '../leased-table.js';
 import { executeCached, type Executor } from './execute.js';
-import { limitClaimCtes, limitWriteCtes } from './lease-claim-limits.js';
+import { limitClaimCtes, limitWriteCtes, stripedOnlyClaimCtes, stripedOnlyWriteCtes } from './lease-claim-limits.js';
 import { STRIPE_SET } from './lease-claim-stripes.js';
 import { toClaimed, type Claimed } from './lease-row.js';
 import { claimedFromChunk, jsonChunks, jsonRowText, type ResumedParts } from './claim-json.js';
@@ -34,6 +34,15 @@ export interface LeaseClaimInput {
    * @defaultValue `batch`
    */
   readonly flowBatch?: number | undefined;
+  /**
+   * With `flows`: every served limit is expected to be kept in stripes (docs/flow-control.md, "How
+   * a large concurrency limit is kept"). A shorter statement, without the part that keeps limits'
+   * lists, which is most of the time PostgreSQL spends parsing and planning a claim under limits.
+   * It takes no row under a limit kept in its list, and says so in `LeaseClaimResult.listed`:
+   * claim again without it then.
+   * @defaultValue false
+   */
+  readonly stripedOnly?: boolean | undefined;
   /**
    * Take only `pending` rows due now (index `<table>_claim`): no reap, no scheduled rows that came
    * due, no expired leases, no parked rows to wake, and no rows under limits. A shorter statement,
@@ -131,6 +140,12 @@ export interface LeaseClaimResult<Row> {
    * passed, so with leases over 3 s this is a lease whose holder stopped extending it.
    */
   readonly leaseDueMs: number | null;
+  /**
+   * With `flows`: a served limit kept in its list, not in stripes, had a row to take or an
+   * expired lease to take over. A claim with `stripedOnly` took none of those: claim again
+   * without it.
+   */
+  readonly listed: boolean;
 }
 
 /**
@@ -170,10 +185,11 @@ export async function leaseClaim<Row>(
   const literal = isClaimSize(input.batch);
   const flows = table.limitTable !== undefined && input.flows !== undefined && input.flows.length > 0;
   const readyOnly = input.readyOnly === true && !flows;
+  const stripedOnly = flows && input.stripedOnly === true;
   const expired = input.expired !== false;
   // the served limits are written into the text (see flowLiterals), so they are part of the key
   const versions = input.versions;
-  const key = `leaseClaim:${table.schema}.${table.table}:${literal ? input.batch : 'n'}:${input.names === undefined ? '' : 'names'}:${versions === undefined ? '' : versions.firstOnly ? 'v1' : 'vkeys'}:${perName ? 'leases' : ''}:${flows ? `flows=${JSON.stringify(input.flows)}` : ''}:${readyOnly ? 'ready' : expired ? 'all' : 'unexpired'}:${table.claimJson === undefined ? 'rows' : 'json'}`;
+  const key = `leaseClaim:${table.schema}.${table.table}:${literal ? input.batch : 'n'}:${input.names === undefined ? '' : 'names'}:${versions === undefined ? '' : versions.firstOnly ? 'v1' : 'vkeys'}:${perName ? 'leases' : ''}:${flows ? `flows=${JSON.stringify(input.flows)}${stripedOnly ? ':striped' : ''}` : ''}:${readyOnly ? 'ready' : expired ? 'all' : 'unexpired'}:${table.claimJson === undefined ? 'rows' : 'json'}`;
   const values = {
     owner: input.owner,
     batch: input.batch,
@@ -186,7 +202,7 @@ export async function leaseClaim<Row>(
     dueWithinMs: Math.max(0, input.dueWithinMs ?? 0),
     leaseDueWithinMs: Math.min(LEASE_DUE_WITHIN_MS, Math.max(0, input.dueWithinMs ?? 0)),
   };
-  const shape = { table, limit: literal ? input.batch : undefined, names: input.names !== undefined, versions, perName, flows, flowNames: flows ? [...input.flows!] : [], expired };
+  const shape = { table, limit: literal ? input.batch : undefined, names: input.names !== undefined, versions, perName, flows, flowNames: flows ? [...input.flows!] : [], stripedOnly, expired };
   const build = readyOnly ? (v: ClaimValues) => readyClaimStatement(shape, v) : (v: ClaimValues) => claimStatement(shape, v);
   const rows = await executeCached<Record<string, unknown>, typeof values>(executor, key, build, values);
   return claimResult(table, rows, input.owner);
@@ -222,6 +238,7 @@ function claimResult<Row>(table: LeasedTable<Row>, rows: readonly Record<string,
   let limitedIds: readonly string[] | null = null;
   let expiredLeft = false;
   let leaseDueMs: number | null = null;
+  let listed = false;
   const json = table.claimJson;
   for (const raw of rows) {
     if (raw.claimed === true) {
@@ -237,11 +254,12 @@ function claimResult<Row>(table: LeasedTable<Row>, rows: readonly Record<string,
       limitedIds = (raw.limited_ids as string[] | null) ?? null;
       expiredLeft = raw.expired_left === true;
       leaseDueMs = raw.lease_due_ms == null ? null : Math.max(0, Number(raw.lease_due_ms));
+      listed = raw.listed === true;
     }
   }
   // RETURNING has no order; the design article sorts by id
   claimed.sort(byId);
-  return { claimed, reaped, waitMs, promoted, readyFirst, nextDueMs, limitedIds, expiredLeft, leaseDueMs };
+  return { claimed, reaped, waitMs, promoted, readyFirst, nextDueMs, limitedIds, expiredLeft, leaseDueMs, listed };
 }
 
 function byId(a: { readonly id: string }, b: { readonly id: string }): number {
@@ -272,6 +290,8 @@ interface ClaimShape {
   readonly flows: boolean;
   /** The limits it serves: written into the text (see {@link flowLiterals}). */
   readonly flowNames: readonly string[];
+  /** Only the striped limits' part (see `LeaseClaimInput.stripedOnly`). */
+  readonly stripedOnly: boolean;
   /** Expired leases and reap too (see `LeaseClaimInput.expired`). */
   readonly expired: boolean;
 }
@@ -380,9 +400,11 @@ function readyClaimStatement(shape: ClaimShape, v: ClaimValues): RawBuilder<Reco
 function claimStatement(shape: ClaimShape, v: ClaimValues): RawBuilder<Record<string, unknown>> {
   const { table } = shape;
   const { t, nameFilter, limit, unlimited, ready, claimed } = claimParts(shape, v);
-  const flows = shape.flows ? limitClaimCtes({ table, t, limit, nameFilter, flows: flowLiterals(shape.flowNames), flowBatch: sql`${v.flowBatch}` }) : sql``;
+  const limitParts = { table, t, limit, nameFilter, flows: flowLiterals(shape.flowNames), flowBatch: sql`${v.flowBatch}` };
+  const flows = !shape.flows ? sql`` : shape.stripedOnly ? stripedOnlyClaimCtes(limitParts) : limitClaimCtes(limitParts);
   const admitted = shape.flows ? sql`UNION ALL SELECT * FROM flow_taken` : sql``;
-  const written = shape.flows ? limitWriteCtes({ table, flowBatch: sql`${v.flowBatch}` }) : sql``;
+  const written = !shape.flows ? sql`` : shape.stripedOnly ? stripedOnlyWriteCtes(limitParts) : limitWriteCtes(limitParts);
+  const resumable = !shape.flows ? WHOLE_RESUMABLE : shape.stripedOnly ? WHOLE_RESUMABLE_STRIPED_ONLY : WHOLE_RESUMABLE_WITH_FLOWS;
   // Parked rows due to wake (a sleep over, a wait's deadline) that this claim may take: a source
   // of their own, claimed from `waiting` straight to `processing` (one claim per wake, not a wake
   // and then a claim). Rows under a limit are not: those go through the limit's own sources.
@@ -441,7 +463,7 @@ function claimStatement(shape: ClaimShape, v: ClaimValues): RawBuilder<Record<st
                         ${table.waits ? sql`UNION ALL SELECT * FROM parked` : sql``} ${admitted}) AS candidate
         ORDER BY priority DESC, id
         LIMIT ${limit}
-      ), ${claimed(sql`picked`, shape.flows ? WHOLE_RESUMABLE_WITH_FLOWS : WHOLE_RESUMABLE, shape.flows ? STRIPE_SET : sql``)}${woken}, ${nextDue}${written}
+      ), ${claimed(sql`picked`, resumable, shape.flows ? STRIPE_SET : sql``)}${woken}, ${nextDue}${written}
       ${table.claimJson === undefined ? rowsWholeSelect(table, shape.flows, limit) : jsonWholeSelect(shape.flows, limit)}
     `;
 }
@@ -502,13 +524,14 @@ function leaseDueCte(shape: ClaimShape, v: ClaimValues, t: RawBuilder<unknown>, 
 function rowsWholeSelect(table: LeasedTable<unknown>, flows: boolean, limit: RawBuilder<unknown>): RawBuilder<unknown> {
   return sql`
       SELECT true AS claimed, claimed.*, NULL::float8 AS wait_ms, NULL::bigint AS promoted, ${READY_FIRST} AS ready_first,
-             NULL::float8 AS next_due_ms, NULL::text[] AS limited_ids, NULL::boolean AS expired_left, NULL::float8 AS lease_due_ms FROM claimed
+             NULL::float8 AS next_due_ms, NULL::text[] AS limited_ids, NULL::boolean AS expired_left, NULL::float8 AS lease_due_ms,
+             NULL::boolean AS listed FROM claimed
       UNION ALL
-      SELECT false AS claimed, reaped.id, reaped.lease_version, ${nullColumns(table, false, flows)}, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM reaped
+      SELECT false AS claimed, reaped.id, reaped.lease_version, ${nullColumns(table, false, flows)}, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM reaped
       UNION ALL
       SELECT NULL AS claimed, ${nullColumns(table, true, flows)},
              ${flows ? sql`(SELECT ms FROM flow_wait)` : sql`NULL`}, ${flows ? sql`(SELECT count(*) FROM flow_promoted)` : sql`NULL`}, NULL,
-             (SELECT ms FROM next_due), ${flows ? LIMITED_IDS : sql`NULL`}, ${expiredLeft(limit)}, (SELECT ms FROM lease_due)`;
+             (SELECT ms FROM next_due), ${flows ? LIMITED_IDS : sql`NULL`}, ${expiredLeft(limit)}, (SELECT ms FROM lease_due), ${flows ? LISTED : sql`NULL`}`;
 }
 
 /** What a JSON claim's `claimed` CTE returns: what the limits' bookkeeping reads, and the row as JSON (`j`). */
@@ -530,7 +553,8 @@ function jsonColumns(table: LeasedTable<unknown>, flows: boolean, resumed: Resum
 const READY_RESUMABLE = sql`true`;
 const WHOLE_RESUMABLE = sql`NOT o.id = ANY(ARRAY(SELECT id FROM expired))`;
 // (under limits, the list's takeovers and the stripes')
-const WHOLE_RESUMABLE_WITH_FLOWS = sql`${WHOLE_RESUMABLE} AND NOT o.id = ANY(ARRAY(SELECT id FROM flow_expired)) AND NOT o.id = ANY(ARRAY(SELECT id FROM stripe_expired))`;
+const WHOLE_RESUMABLE_STRIPED_ONLY = sql`${WHOLE_RESUMABLE} AND NOT o.id = ANY(ARRAY(SELECT id FROM stripe_expired))`;
+const WHOLE_RESUMABLE_WITH_FLOWS = sql`${WHOLE_RESUMABLE_STRIPED_ONLY} AND NOT o.id = ANY(ARRAY(SELECT id FROM flow_expired))`;
 
 // the claimed rows as JSON chunks (`rows`), a protocol row each
 function jsonSelect(): RawBuilder<unknown> {
@@ -546,6 +570,9 @@ function expiredLeft(limit: RawBuilder<unknown>): RawBuilder<unknown> {
   return sql`(SELECT count(*) FROM expired) >= ${limit}`;
 }
 
+/** What `LeaseClaimResult.listed` reports. */
+const LISTED = sql`EXISTS (SELECT 1 FROM flow_active WHERE NOT striped)`;
+
 /** What `LeaseClaimResult.limitedIds` reports (the claimed CTE returns `flow` with limits). */
 const LIMITED_IDS = sql`(SELECT array_agg(claimed.id::text) FROM claimed WHERE claimed.flow IS NOT NULL)`;
 
@@ -558,13 +585,13 @@ function jsonWholeSelect(flows: boolean, limit: RawBuilder<unknown>): RawBuilder
   return sql`
       SELECT true AS claimed, ${chunks.text} AS rows, NULL::bigint AS id, NULL::bigint AS lease_version,
              NULL::float8 AS wait_ms, NULL::bigint AS promoted, ${READY_FIRST} AS ready_first, NULL::float8 AS next_due_ms,
-             NULL::text[] AS limited_ids, NULL::boolean AS expired_left, NULL::float8 AS lease_due_ms
+             NULL::text[] AS limited_ids, NULL::boolean AS expired_left, NULL::float8 AS lease_due_ms, NULL::boolean AS listed
       FROM claimed GROUP BY ${chunks.groupBy}
       UNION ALL
-      SELECT false, NULL, reaped.id, reaped.lease_version, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM reaped
+      SELECT false, NULL, reaped.id, reaped.lease_version, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM reaped
       UNION ALL
       SELECT NULL, NULL, NULL, NULL, ${flows ? sql`(SELECT ms FROM flow_wait), (SELECT count(*) FROM flow_promoted)` : sql`NULL, NULL`}, NULL,
-             (SELECT ms FROM next_due), ${flows ? LIMITED_IDS : sql`NULL`}, ${expiredLeft(limit)}, (SELECT ms FROM lease_due)`;
+             (SELECT ms FROM next_due), ${flows ? LIMITED_IDS : sql`NULL`}, ${expiredLeft(limit)}, (SELECT ms FROM lease_due), ${flows ? LISTED : sql`NULL`}`;
 }
 
 /**
@@ -675,7 +702,7 @@ export interface HandoffParts {
 // Interpolates the hand-off's values as parameters (the settle is planned per call anyway).
 export function handoffParts(table: LeasedTable<unknown>, h: HeadHandoff): HandoffParts {
   const served = servedValues(h);
-  const shape: ClaimShape = { table, limit: undefined, names: h.names !== undefined, versions: h.versions, perName: served.perName, flows: false, flowNames: [], expired: false };
+  const shape: ClaimShape = { table, limit: undefined, names: h.names !== undefined, versions: h.versions, perName: served.perName, flows: false, flowNames: [], stripedOnly: false, expired: false };
   const v: ClaimValues = {
     owner: h.owner,
     batch: h.max,

@@ -126,6 +126,12 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>): Promise<void>
   // when (performance.now()) the earliest lease a look saw running out does: the claim after it
   // looks for expired leases, whatever the cadence, and a sleeping worker wakes for it
   let expiredDueAt = Infinity;
+  // Claims under limits leave out the lists' part while every served limit is kept in stripes
+  // (LeaseClaimInput.stripedOnly). The first claim that finds rows under a limit kept in its list
+  // says so, and every claim after it is whole: a limit's kind changes only at a worker's start,
+  // and a worker with a small, keyed or rated limit would otherwise send two claims each time
+  // that limit's rows came back after a lull
+  let stripedOnly = true;
   const probe = () => {
     probing = true;
     const sent = performance.now();
@@ -152,6 +158,8 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>): Promise<void>
     let claimed: Claimed<Row>[];
     let promoted: number;
     let limitedIds: readonly string[] | null;
+    // a claim that left out a limit kept in its list: claim again at once, the whole way
+    let listedLeft = false;
     // Rows under limits compete with the rest for the whole claim, by priority and age, whatever
     // the buffer holds: the runner starts them ahead of it, at the next free slot. (Offered only
     // for slots free of the buffer, they were never claimed while steady unlimited work kept it
@@ -202,6 +210,7 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>): Promise<void>
         leaseMsByName: o.leaseMsByName,
         flows,
         flowBatch,
+        stripedOnly,
         readyOnly,
         readyFloor,
         expired,
@@ -231,6 +240,8 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>): Promise<void>
       for (const reaped of result.reaped) safeEmit(emitter, 'task:reaped', reaped);
       claimed = result.claimed;
       promoted = result.promoted;
+      listedLeft = stripedOnly && result.listed;
+      if (result.listed) stripedOnly = false;
       limitedIds = result.limitedIds;
       if (expired) {
         expiredLeft = result.expiredLeft;
@@ -256,7 +267,7 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>): Promise<void>
     if (claimed.length > 0) idle = false;
     runner.acceptAll(claimed, limitedIds);
     // a full batch, or rows that just became claimable (limited rows due, parked runs woken)
-    if (claimed.length === want || promoted > 0 || wholeNext || expiredLeft) {
+    if (claimed.length === want || promoted > 0 || wholeNext || expiredLeft || listedLeft) {
       parts.guard.disarm();
       continue; // there may be more waiting
     }
