@@ -299,8 +299,9 @@ export function limitClaimCtes(p: LimitClaimParts): RawBuilder<unknown> {
  * The claim's CTEs under limits when every served limit is expected to be kept in stripes
  * (`LeaseClaimInput.stripedOnly`): {@link limitClaimCtes} without the lists' part, which is most
  * of the statement's text and of the time PostgreSQL spends parsing and planning it. Takes rows
- * only under striped limits; `flow_listed` says whether a served limit kept in its list had rows
- * to take or an expired lease to take over (this claim took none of them).
+ * only under striped limits; a served limit kept in its list with rows to take or an expired
+ * lease to take over is in `flow_active` all the same (not `striped`), which is how the claim
+ * says it left one out (`LeaseClaimResult.listed`).
  */
 export function stripedOnlyClaimCtes(p: LimitClaimParts): RawBuilder<unknown> {
   const { t, limit, nameFilter, flowBatch } = p;
