@@ -7,6 +7,7 @@ import {
   ConfigError,
   createScheduler,
   createWorker,
+  defineLimit,
   defineSchedule,
   defineTask,
   enqueue,
@@ -93,6 +94,42 @@ describe('through PgBouncer in transaction mode', () => {
     expect([...runs].filter(([, count]) => count !== 1)).toEqual([[3, 2], [77, 2]]);
     // nothing listened: behind a pooler without a direct connection the worker polls
     expect(await listeningSessions(t.pool, databaseOf(t.url))).toBe(0);
+  });
+
+  it('two workers under a concurrency limit kept in stripes run each task once and never more than the bound at once', async () => {
+    // a limit of 64 is kept in stripes: its claims (the striped-only statement) are planned anew
+    // on every call through the pooler, and must still count each stripe's running tasks right
+    const limit = defineLimit('pooler-api', { concurrency: 64 });
+    let running = 0;
+    let most = 0;
+    const runs = new Map<number, number>();
+    const call = defineTask<{ n: number }>('pooler-limited', {
+      limit,
+      handler: async ({ n }) => {
+        most = Math.max(most, ++running);
+        runs.set(n, (runs.get(n) ?? 0) + 1);
+        // long enough that the two workers' claims of the two stripes overlap, whatever the load
+        await new Promise((r) => setTimeout(r, 20 + (n % 10)));
+        running--;
+      },
+    });
+    const errors: Error[] = [];
+    const workers = [0, 1].map(() =>
+      track(createWorker({ pool: openPool(), tasks: [call], noPreparedStatements: true, pollInterval: 50, concurrency: 48, logger: null })),
+    );
+    for (const w of workers) w.on('worker:error', ({ error }) => errors.push(error));
+    await Promise.all(workers.map((w) => w.start()));
+    const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM leasehold.task_limit_stripe WHERE name = 'pooler-api'`.execute(t.db);
+    expect(rows[0]!.n).toBe(2);
+    await enqueueMany(noPreparedStatements(openPool({ max: 2 })), call, Array.from({ length: 600 }, (_, n) => ({ payload: { n } })));
+    await waitUntil(async () => (await statuses('pooler-limited')).done === 600, '600 limited tasks done', 60_000);
+    await Promise.all(workers.map((w) => w.stop()));
+    expect(errors).toEqual([]);
+    expect(runs.size).toBe(600);
+    expect([...runs.values()].every((k) => k === 1)).toBe(true);
+    expect(most).toBeLessThanOrEqual(64);
+    // the two workers' 96 slots were more than the bound: it was reached
+    expect(most).toBeGreaterThan(32);
   });
 
   it('a graceful stop through the pooler lets the running task finish and write its result', async () => {
