@@ -8,7 +8,8 @@ import type pg from 'pg';
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { cancelTask, createWorker, defineLimit, defineSignal, defineTask, enqueue, enqueueMany, getTask, sendSignal, SuspendedError, taskTable, type TaskContext } from '@leasehold/core';
-import { leaseClaim, limitRegisterMany } from '@leasehold/core/internal';
+import { leaseClaim, leaseFinalizeMany, limitRegisterMany, toReleased } from '@leasehold/core/internal';
+import { claimedRecords } from '../../packages/core/src/sql/claimed-records.js';
 import { RUNNER_CONTROL, type HandlerContext } from '../../packages/core/src/worker/handler-context.js';
 import { WorkflowRun } from '../../packages/core/src/workflow/workflow-run.js';
 import { readTask, useTestDatabase } from '../fixtures.js';
@@ -353,6 +354,37 @@ describe('a run taken over from an expired lease', () => {
     expect(ran).toBe(1);
     expect(sent.filter((q) => REPLAY_READ.test(q)).length).toBe(1);
     expect(await readTask(t.db, id)).toMatchObject({ status: 'done', attempts: 2 });
+  });
+});
+
+describe('a claim under a limit kept in stripes', () => {
+  // the whole claim statement and the striped-only one a worker sends first
+  it.each([false, true])('hands a released run its records, and a run taken over from an expired lease none (stripedOnly: %s)', async (stripedOnly) => {
+    const limit = defineLimit(`park-write-stripes-${stripedOnly}`, { concurrency: 64 });
+    const def = defineTask(`park-write-striped-claim-${stripedOnly}`, {
+      limit,
+      handler: async (_p: Record<string, never>, ctx: TaskContext) => {
+        await ctx.step('a', () => 'a');
+      },
+    });
+    const flows = await limitRegisterMany(t.pool, table, 'park-write', [{ limit, taskNames: [def.name] }], [def.name]);
+    // as the worker claims: again while a claim promoted rows that came due (a released row does)
+    const claim = async (id: string) => {
+      for (let i = 0; i < 3; i++) {
+        const { claimed } = await leaseClaim(t.pool, table, { owner: 'park-write', batch: 8, leaseMs: 60_000, names: [def.name], flows, stripedOnly });
+        const row = claimed.find((c) => c.id === id);
+        if (row !== undefined) return row;
+      }
+      throw new Error('the run was not claimed again');
+    };
+    const released = await claimedRun(t.pool, def as unknown as typeof flow, flows);
+    await released.run.step('a', () => 'a');
+    await leaseFinalizeMany(t.pool, table, [{ id: released.id, leaseVersion: released.task.leaseVersion, transition: toReleased('shutdown'), groupKey: null }]);
+    expect([...(claimedRecords.get(await claim(released.id))?.keys() ?? [])]).toEqual(['a']);
+    const taken = await claimedRun(t.pool, def as unknown as typeof flow, flows);
+    await taken.run.step('a', () => 'a');
+    await sql`UPDATE leasehold.task SET lease_until = now() - interval '1 second' WHERE id = ${taken.id}`.execute(t.db);
+    expect(claimedRecords.get(await claim(taken.id))).toBeUndefined();
   });
 });
 
