@@ -10,6 +10,8 @@ export const api = defineLimit('api', { concurrency: 3 });
 export const tenant = defineLimit('tenant', { concurrencyPerKey: 2 });
 /** At most 50 starts in any second. */
 export const paced = defineLimit('paced', { rate: { limit: 50, period: '1s' } });
+/** At most 64 running at once across all processes: kept in stripes (64 or more, concurrency alone). */
+export const wide = defineLimit('wide', { concurrency: 64 });
 
 export interface Work {
   /** How long the handler takes. */
@@ -27,3 +29,5 @@ async function run({ ms, key }: Work, ctx: { task: { id: string; attempts: numbe
 export const callApi = defineTask<Work>('call-api', { limit: api, lease: '20s', handler: run });
 export const syncTenant = defineTask<Work>('sync-tenant', { limit: tenant, lease: '20s', handler: run });
 export const pacedCall = defineTask<Work>('paced-call', { limit: paced, lease: '20s', handler: run });
+// a short lease: a killed worker's tasks are taken over within seconds
+export const wideCall = defineTask<Work>('wide-call', { limit: wide, lease: '3s', handler: run });
