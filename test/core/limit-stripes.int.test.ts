@@ -231,6 +231,35 @@ describe.each(MODES)('with $mode', (m) => {
       expect(again.every((r) => r.leaseVersion === 2)).toBe(true);
       expect(await processing()).toBe(64);
     });
+
+    it('beside a snapshot held open, claims keep within the bound and take all the room as rows churn through', async () => {
+      const limit = defineLimit('api', { concurrency: BOUND });
+      await register(limit, ['call-api']);
+      await enqueueMany(t.pool, taskUnder('call-api', limit), items(3_000));
+      // a long transaction elsewhere (a report, a dump): every row that finishes after it stays
+      // in the indexes the claims walk, and every stripe's version it saw stays readable
+      const held = await t.pool.connect();
+      try {
+        await held.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
+        await held.query('SELECT count(*) FROM leasehold.task');
+        let running = await claimAll(['api'], 100);
+        let finished = 0;
+        while (running.length > 0) {
+          expect(running.length, `${finished} finished`).toBeLessThanOrEqual(BOUND);
+          // room for all of it, unless the rows ran out
+          if (finished + BOUND <= 3_000) expect(running.length, `${finished} finished`).toBe(BOUND);
+          const ending = running.slice(0, 100);
+          await finish(ending);
+          finished += ending.length;
+          running = [...running.slice(100), ...(await claimAll(['api'], 100))];
+          expect(await processing()).toBe(running.length);
+        }
+        expect(finished).toBe(3_000);
+      } finally {
+        await held.query('ROLLBACK');
+        held.release();
+      }
+    });
   });
 
   describe('beside workers of an earlier version', () => {
