@@ -236,21 +236,18 @@ describe('limits across four worker processes with ten slots each', () => {
       Number((await sql<{ n: string }>`SELECT count(*) AS n FROM leasehold.task WHERE name = 'wide-call' AND status = 'done'`.execute(t.db)).rows[0]!.n);
     // the rows the killed worker held keep their slots until their leases run out and are taken over
     const finished = until(async () => (await doneCount()) === TASKS, `${TASKS} done`, (TASKS * 400) / 64 + 3 * WIDE_LEASE_MS + 3 * LEASE_MS);
-    const readings = sample<{ n: string; victim: string }>(
-      `SELECT count(*) AS n, count(*) FILTER (WHERE lease_owner = 'child-${procs[0]!.pid}') AS victim
-       FROM leasehold.task WHERE status = 'processing' AND flow = 'wide'`,
-      finished,
-    );
-    // once the first process is busy, kill it mid-run
-    await until(() => runs([procs[0]!]).length >= 20, 'the first process to have run 20', 6 * LEASE_MS);
-    procs[0]!.kill('SIGKILL');
-    await once(procs[0]!, 'exit');
+    const readings = sample<{ n: string }>(`SELECT count(*) AS n FROM leasehold.task WHERE status = 'processing' AND flow = 'wide'`, finished);
+    // kill a process mid-run: the first to have run 20 (a busy one, holding rows)
+    let victim: Child | undefined;
+    await until(() => (victim = procs.find((p) => runs([p]).length >= 20)) !== undefined, 'a process to have run 20', 6 * LEASE_MS);
+    victim!.kill('SIGKILL');
+    await once(victim!, 'exit');
     await finished;
     const seen = await readings;
+    console.log(`[limits] stripes of 64, one of four killed: runs per process ${procs.map((p) => runs([p]).length).join(' ')}; most processing ${Math.max(...seen.map((r) => Number(r.n)))}`);
 
     expect(Math.max(...seen.map((r) => Number(r.n)))).toBeLessThanOrEqual(64);
     // it held tasks when it died: those ran again elsewhere, on a second attempt
-    expect(Math.max(...seen.map((r) => Number(r.victim)))).toBeGreaterThan(0);
     const { rows } = await sql<{ n: string }>`SELECT count(*) AS n FROM leasehold.task WHERE name = 'wide-call' AND attempts > 1`.execute(t.db);
     expect(Number(rows[0]!.n)).toBeGreaterThan(0);
     // (not checked by the handlers' clocks: on a machine loaded enough to delay a heartbeat past a
