@@ -79,6 +79,13 @@ async function stripes(name: string): Promise<{ stripe: number; capacity: number
 
 const items = (n: number) => Array.from({ length: n }, (_, i) => ({ payload: { n: i } }));
 
+/** Registers the limit `api` of `bound` for `call-api`, with `rows` of that task waiting under it. */
+async function apiWithRows(rows: number, bound = BOUND): Promise<void> {
+  const limit = defineLimit('api', { concurrency: bound });
+  await register(limit, ['call-api']);
+  await enqueueMany(t.pool, taskUnder('call-api', limit), items(rows));
+}
+
 describe.each(MODES)('with $mode', (m) => {
   beforeEach(() => {
     stripedOnly = m.stripedOnly;
@@ -130,9 +137,7 @@ describe.each(MODES)('with $mode', (m) => {
     });
 
     it('two claims of one limit run side by side, and together stay within the bound', async () => {
-      const limit = defineLimit('api', { concurrency: BOUND });
-      await register(limit, ['call-api']);
-      await enqueueMany(t.pool, taskUnder('call-api', limit), items(1_000));
+      await apiWithRows(1_000);
       const held = await t.pool.connect();
       try {
         await held.query('BEGIN');
@@ -151,9 +156,7 @@ describe.each(MODES)('with $mode', (m) => {
     });
 
     it('a claim whose snapshot is older than another claim of the same stripe does not count past it', async () => {
-      const limit = defineLimit('api', { concurrency: BOUND });
-      await register(limit, ['call-api']);
-      await enqueueMany(t.pool, taskUnder('call-api', limit), items(1_000));
+      await apiWithRows(1_000);
       // Many claimers at once, each claim a few rows, each finishing some of what it took; a
       // sampler reads the committed count of processing rows the whole time.
       let over = 0;
@@ -203,10 +206,7 @@ describe.each(MODES)('with $mode', (m) => {
       const workers = pools.map((pool) => createWorker({ pool, tasks: [task], concurrency: 40, logger: null }));
       try {
         await Promise.all(workers.map((w) => w.start()));
-        let timer: NodeJS.Timeout | undefined;
-        const deadline = new Promise<void>((resolve) => (timer = setTimeout(resolve, 60_000)));
-        await Promise.race([finished, deadline]);
-        clearTimeout(timer);
+        await within(finished, 60_000);
         expect(done).toBe(1_000);
       } finally {
         await Promise.all(workers.map((w) => w.stop()));
@@ -218,9 +218,7 @@ describe.each(MODES)('with $mode', (m) => {
     });
 
     it('an expired lease taken over keeps its slot: the claim takes no new row for it', async () => {
-      const limit = defineLimit('api', { concurrency: 64 });
-      await register(limit, ['call-api']);
-      await enqueueMany(t.pool, taskUnder('call-api', limit), items(200));
+      await apiWithRows(200, 64);
       const first = await claimAll(['api'], 64);
       expect(first).toHaveLength(64);
       // a crashed worker's 10 leases run out
@@ -233,9 +231,7 @@ describe.each(MODES)('with $mode', (m) => {
     });
 
     it('beside a snapshot held open, claims keep within the bound and take all the room as rows churn through', async () => {
-      const limit = defineLimit('api', { concurrency: BOUND });
-      await register(limit, ['call-api']);
-      await enqueueMany(t.pool, taskUnder('call-api', limit), items(3_000));
+      await apiWithRows(3_000);
       // a long transaction elsewhere (a report, a dump): every row that finishes after it stays
       // in the indexes the claims walk, and every stripe's version it saw stays readable
       const held = await t.pool.connect();

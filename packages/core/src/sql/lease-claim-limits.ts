@@ -289,7 +289,7 @@ export function limitClaimCtes(p: LimitClaimParts): RawBuilder<unknown> {
           FOR UPDATE SKIP LOCKED
         ) AS c
         WHERE r.plain AND r.n > 0
-      )${stripeClaimCtes({ table: p.table, t, limit, nameFilter, flowBatch, afterLocks: true })}, flow_taken AS (
+      )${stripeClaimCtes({ ...p, afterLocks: true })}, flow_taken AS (
         SELECT id, priority FROM flow_keyed UNION ALL SELECT id, priority FROM flow_plain
         UNION ALL SELECT id, priority FROM stripe_rows UNION ALL SELECT id, priority FROM stripe_expired
       )`;
@@ -304,8 +304,7 @@ export function limitClaimCtes(p: LimitClaimParts): RawBuilder<unknown> {
  * says it left one out (`LeaseClaimResult.listed`).
  */
 export function stripedOnlyClaimCtes(p: LimitClaimParts): RawBuilder<unknown> {
-  const { t, limit, nameFilter, flowBatch } = p;
-  return sql`${flowSourceCtes(p)}${stripeClaimCtes({ table: p.table, t, limit, nameFilter, flowBatch, afterLocks: false })}, flow_taken AS (
+  return sql`${flowSourceCtes(p)}${stripeClaimCtes({ ...p, afterLocks: false })}, flow_taken AS (
         SELECT id, priority FROM stripe_rows UNION ALL SELECT id, priority FROM stripe_expired
       )`;
 }
