@@ -591,7 +591,10 @@ export const limitsMix: Workload = {
 // ---------------------------------------------------------------------------------------------
 // limit-concurrency: a concurrency-only limit that never binds, against no limit
 
-async function concPhase(ctx: BenchContext, limited: boolean): Promise<{ rate: number; seconds: number; workerCpu: number; serverCpu: number }> {
+async function concPhase(
+  ctx: BenchContext,
+  limited: boolean,
+): Promise<{ rate: number; seconds: number; workerCpu: number; serverCpu: number; statements: number; claims: number }> {
   const s = sizes();
   const n = s.concTasks;
   await freshSchema(ctx);
@@ -599,7 +602,9 @@ async function concPhase(ctx: BenchContext, limited: boolean): Promise<{ rate: n
   const tasks = onTimeTasks(settings);
   await enqueueAll(ctx, limited ? tasks.conc : tasks.plain, range(n).map((i) => ({ payload: { i } })));
   await settle(ctx.admin, { analyze: true });
-  const w = await startWorkers(ctx, 2, [limited ? 'conc' : 'plain'], settings, { reportStarts: false, reportCounts: true });
+  // statements counted too: a figure that moves with what a change sends, where tasks/s moves
+  // ±20 % from run to run on this machine (bench/RESULTS.md, issue 32, third session)
+  const w = await startWorkers(ctx, 2, [limited ? 'conc' : 'plain'], settings, { reportStarts: false, reportCounts: true, countStatements: true });
   try {
     await w.resetStats();
     const serverBefore = await backendCpu(ctx.admin);
@@ -609,8 +614,17 @@ async function concPhase(ctx: BenchContext, limited: boolean): Promise<{ rate: n
     const seconds = (wallNow() - t0) / 1000;
     // CPU per 1,000 tasks: both phases keep both cores busy, so this is what a change must lower
     const serverMs = cpuDelta(serverBefore, await backendCpu(ctx.admin));
-    const workerMs = (await w.stats()).reduce((sum, st) => sum + st.cpuMs, 0);
-    return { rate: n / seconds, seconds, workerCpu: (workerMs / n) * 1000, serverCpu: serverBefore.size ? (serverMs / n) * 1000 : NaN };
+    const stats = await w.stats();
+    const workerMs = stats.reduce((sum, st) => sum + st.cpuMs, 0);
+    const sent = (kind?: string) => stats.reduce((sum, st) => sum + Object.entries(st.statements).reduce((a, [k, c]) => a + (kind === undefined || k === kind ? c : 0), 0), 0);
+    return {
+      rate: n / seconds,
+      seconds,
+      workerCpu: (workerMs / n) * 1000,
+      serverCpu: serverBefore.size ? (serverMs / n) * 1000 : NaN,
+      statements: (sent() / n) * 1000,
+      claims: (sent('claim') / n) * 1000,
+    };
   } finally {
     await w.stop();
   }
@@ -629,13 +643,18 @@ export const limitConcurrency: Workload = {
     { key: 'freeServerCpu', label: 'unlimited: PostgreSQL backends’ CPU per 1,000', unit: 'ms' },
     { key: 'limWorkerCpu', label: 'limited: worker CPU per 1,000', unit: 'ms' },
     { key: 'limServerCpu', label: 'limited: PostgreSQL backends’ CPU per 1,000', unit: 'ms' },
+    { key: 'freeStatements', label: 'unlimited: statements sent per 1,000 tasks', unit: 'statements' },
+    { key: 'limStatements', label: 'limited: statements sent per 1,000 tasks', unit: 'statements' },
   ],
   onlyWhenNamed: true,
   maxRounds: ROUNDS,
   async round(ctx): Promise<RoundResult> {
     const free = await concPhase(ctx, false);
     const lim = await concPhase(ctx, true);
-    ctx.log(`  unlimited ${fmt(free.rate)} tasks/s (${fmt(free.seconds)} s); limited ${fmt(lim.rate)} tasks/s (${fmt(lim.seconds)} s)`);
+    ctx.log(
+      `  unlimited ${fmt(free.rate)} tasks/s (${fmt(free.seconds)} s), ${fmt(free.statements)} statements per 1,000 tasks of which ${fmt(free.claims)} claims; ` +
+        `limited ${fmt(lim.rate)} tasks/s (${fmt(lim.seconds)} s), ${fmt(lim.statements)} statements per 1,000 of which ${fmt(lim.claims)} claims`,
+    );
     return {
       values: {
         unlimited: free.rate,
@@ -645,6 +664,8 @@ export const limitConcurrency: Workload = {
         freeServerCpu: free.serverCpu,
         limWorkerCpu: lim.workerCpu,
         limServerCpu: lim.serverCpu,
+        freeStatements: free.statements,
+        limStatements: lim.statements,
       },
       check: 'ok',
       details: { free, lim },
