@@ -614,16 +614,23 @@ async function concPhase(
     const seconds = (wallNow() - t0) / 1000;
     // CPU per 1,000 tasks: both phases keep both cores busy, so this is what a change must lower
     const serverMs = cpuDelta(serverBefore, await backendCpu(ctx.admin));
-    const stats = await w.stats();
-    const workerMs = stats.reduce((sum, st) => sum + st.cpuMs, 0);
-    const sent = (kind?: string) => stats.reduce((sum, st) => sum + Object.entries(st.statements).reduce((a, [k, c]) => a + (kind === undefined || k === kind ? c : 0), 0), 0);
+    let workerMs = 0;
+    let statements = 0;
+    let claims = 0;
+    for (const st of await w.stats()) {
+      workerMs += st.cpuMs;
+      for (const [kind, count] of Object.entries(st.statements)) {
+        statements += count;
+        if (kind === 'claim') claims += count;
+      }
+    }
     return {
       rate: n / seconds,
       seconds,
       workerCpu: (workerMs / n) * 1000,
       serverCpu: serverBefore.size ? (serverMs / n) * 1000 : NaN,
-      statements: (sent() / n) * 1000,
-      claims: (sent('claim') / n) * 1000,
+      statements: (statements / n) * 1000,
+      claims: (claims / n) * 1000,
     };
   } finally {
     await w.stop();

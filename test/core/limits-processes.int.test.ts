@@ -54,7 +54,7 @@ function child(concurrency = 10): Child {
 
 /** Four worker processes, started and claiming. */
 async function fleet(concurrency = 10): Promise<Child[]> {
-  const procs = [child(concurrency), child(concurrency), child(concurrency), child(concurrency)];
+  const procs = Array.from({ length: 4 }, () => child(concurrency));
   await until(() => procs.every((p) => p.lines.includes('started')), 'four workers started', 6 * LEASE_MS);
   return procs;
 }
