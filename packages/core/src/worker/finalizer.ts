@@ -159,9 +159,12 @@ export class Finalizer {
 
   async #drain(): Promise<void> {
     try {
-      // let completions of the same tick join the first batch
-      await new Promise<void>((r) => setImmediate(r));
       while (this.#queue.length > 0) {
+        // Completions of the same tick join the batch: before every batch, not only the first, so
+        // the completions of the heads a write just handed over (see takeHeads) go with what
+        // queued meanwhile. Sent at once, an ordered drain's writes alternated for good between
+        // ~500 rows and the 16 or so that had queued: 70 writes for 20,000 messages, not 40
+        await new Promise<void>((r) => setImmediate(r));
         const batch = this.#queue;
         this.#queue = [];
         this.#writing = true;
