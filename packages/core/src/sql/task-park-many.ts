@@ -14,9 +14,11 @@ export type ParkRequest =
       /** The sleep's step name. */
       readonly name: string;
       readonly position: number;
-      /** Its wake time: `at`, else `delayMs` from the database's now(), fixed at its first run. */
+      /** Its wake time: `at`, else `delayMs` from the call, fixed at its first run. */
       readonly at: Date | null;
       readonly delayMs: number | null;
+      /** When the run called (`performance.now()`): see {@link taskParkMany}. */
+      readonly calledAt: number;
     }
   | {
       readonly kind: 'signal';
@@ -27,8 +29,10 @@ export type ParkRequest =
       readonly position: number;
       /** The signal's name. */
       readonly signal: string;
-      /** The timeout from the wait's first run; null for none. */
+      /** The timeout from the wait's first call; null for none. */
       readonly delayMs: number | null;
+      /** When the run called (`performance.now()`): see {@link taskParkMany}. */
+      readonly calledAt: number;
     }
   | { readonly kind: 'children'; readonly taskId: string; readonly leaseVersion: number };
 
@@ -67,6 +71,10 @@ export async function taskParkMany(pool: PgQueryable, table: LeasedTable<unknown
     if (!/^[0-9]{1,19}$/.test(r.taskId)) throw new TypeError(`not a task id: ${r.taskId}`);
     return r.taskId;
   });
+  // A delay counts from the call: the time a request waited here for its batch is taken off, so
+  // the database's now() plus the rest is no earlier than the call plus the delay (the statement
+  // reaches the server after it is sent), and no later by the wait (a batch in flight, say).
+  const sendAt = performance.now();
   const input = requests.map((r, n) => ({
     n,
     task_id: r.taskId,
@@ -75,7 +83,7 @@ export async function taskParkMany(pool: PgQueryable, table: LeasedTable<unknown
     name: r.kind === 'children' ? null : r.name,
     position: r.kind === 'children' ? null : r.position,
     at: r.kind === 'sleep' && r.at !== null ? r.at.toISOString() : null,
-    delay_ms: r.kind === 'children' ? null : r.delayMs,
+    delay_ms: r.kind === 'children' || r.delayMs === null ? null : Math.max(0, r.delayMs - (sendAt - r.calledAt)),
     signal: r.kind === 'signal' ? r.signal : null,
     wait_for: r.kind === 'signal' ? `signal:${r.signal}` : r.kind,
   }));

@@ -78,8 +78,8 @@ export interface TaskContext<C = unknown> extends HandlerContext {
   /** {@link dbStep} in a transaction on another `pg` pool of the same database. */
   dbStep<T>(name: string, db: PgPoolLike, fn: (client: PgQueryable) => Promise<T>): Promise<T>;
   /**
-   * Parks the task for `duration` (or until a `Date`) without holding a slot or spending an
-   * attempt; the run ends here (`SuspendedError`) and the task resumes past the sleep.
+   * Parks the task for `duration` from this call (or until a `Date`) without holding a slot or
+   * spending an attempt; the run ends here (`SuspendedError`) and the task resumes past the sleep.
    */
   sleep(name: string, duration: Duration | Date): Promise<void>;
   /**

@@ -146,6 +146,7 @@ export class WorkflowRun {
   }
 
   async sleep(name: string, until: Duration | Date): Promise<void> {
+    const calledAt = performance.now();
     const step = this.#claim(name, 'name');
     const wake =
       until instanceof Date
@@ -157,7 +158,7 @@ export class WorkflowRun {
       this.#live();
       const task = this.#task;
       const parked = await this.#lent(
-        () => parkRecorder(this.#pool, this.#table).submit({ kind: 'sleep', taskId: task.id, leaseVersion: task.leaseVersion, name: step, position: call.position, ...wake }),
+        () => parkRecorder(this.#pool, this.#table).submit({ kind: 'sleep', taskId: task.id, leaseVersion: task.leaseVersion, name: step, position: call.position, ...wake, calledAt }),
         (r) => r.kind !== 'parked',
       );
       const outcome: Outcome<void> = parked.kind === 'continue' ? { kind: 'continue', value: undefined } : this.#parkOutcome(parked, 'sleep');
@@ -249,6 +250,7 @@ export class WorkflowRun {
   }
 
   async waitForSignal<S>(signal: SignalDefinition<S>, options: WaitForSignalOptions = {}): Promise<SignalResult<S>> {
+    const calledAt = performance.now();
     const { name: signalName } = checkSignal(signal, 'signal');
     const step = this.#claim(options.step ?? `signal:${signalName}`, 'step');
     const timeoutMs = options.timeout === undefined ? null : parseDuration(options.timeout, 'timeout', { allowZero: true, max: MAX_DELAY_MS });
@@ -259,7 +261,7 @@ export class WorkflowRun {
       this.#live();
       const task = this.#task;
       const parked = await this.#lent(
-        () => parkRecorder(this.#pool, this.#table).submit({ kind: 'signal', taskId: task.id, leaseVersion: task.leaseVersion, name: step, position: call.position, signal: signalName, delayMs: timeoutMs }),
+        () => parkRecorder(this.#pool, this.#table).submit({ kind: 'signal', taskId: task.id, leaseVersion: task.leaseVersion, name: step, position: call.position, signal: signalName, delayMs: timeoutMs, calledAt }),
         (r) => r.kind !== 'parked',
       );
       const outcome: Outcome<SignalResult<S>> =
