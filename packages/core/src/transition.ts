@@ -37,9 +37,12 @@ export function toDeferred(delayMs: number, reason: string, maxAgeMs: number | n
   return { to: 'pending', delayMs, error: `deferred: ${reason}`, refund: true, maxAgeMs };
 }
 
-/** Returned to pending at once, attempt refunded: the worker gave the task back (shutdown). */
-export function toReleased(reason: string): Transition {
-  return { to: 'pending', delayMs: 0, error: reason, refund: true, maxAgeMs: null };
+/**
+ * Returned to pending, attempt refunded: the worker gave the task back (shutdown). Due at once,
+ * or after `delayMs` for a task claimed ahead of its time.
+ */
+export function toReleased(reason: string, delayMs = 0): Transition {
+  return { to: 'pending', delayMs, error: reason, refund: true, maxAgeMs: null };
 }
 
 /** Needs a person. */

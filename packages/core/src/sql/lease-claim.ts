@@ -83,6 +83,14 @@ export interface LeaseClaimInput {
    * @defaultValue 0: no look ahead
    */
   readonly dueWithinMs?: number | undefined;
+  /**
+   * The whole claim also takes rows that come due within this many ms: scheduled rows and
+   * sleeping runs (not a wait that a signal or a child may end sooner, nor rows under limits).
+   * `LeaseClaimResult.ahead` tells when each comes due; the caller must not start one before.
+   * Ignored with `readyOnly`.
+   * @defaultValue 0: only rows due now
+   */
+  readonly aheadMs?: number | undefined;
 }
 
 /** A row that reap moved to `dead` because its lease ran out on its last attempt. */
@@ -146,6 +154,12 @@ export interface LeaseClaimResult<Row> {
    * without it.
    */
   readonly listed: boolean;
+  /**
+   * The claimed rows that come due later (`LeaseClaimInput.aheadMs`): id → in how many ms, by the
+   * database's clock, counted from late in the statement (so a wait counted from the answer's
+   * arrival ends no earlier than the row's due time). Null when none.
+   */
+  readonly ahead: ReadonlyMap<string, number> | null;
 }
 
 /**
@@ -200,6 +214,7 @@ export async function leaseClaim<Row>(
     // some 30 years: every lease, in the same statement
     expiredWithinMs: input.expiredWithinMs ?? 1e12,
     dueWithinMs: Math.max(0, input.dueWithinMs ?? 0),
+    aheadMs: Math.max(0, input.aheadMs ?? 0),
     leaseDueWithinMs: Math.min(LEASE_DUE_WITHIN_MS, Math.max(0, input.dueWithinMs ?? 0)),
   };
   const shape = { table, limit: literal ? input.batch : undefined, names: input.names !== undefined, versions, perName, flows, flowNames: flows ? [...input.flows!] : [], stripedOnly, expired };
@@ -239,6 +254,7 @@ function claimResult<Row>(table: LeasedTable<Row>, rows: readonly Record<string,
   let expiredLeft = false;
   let leaseDueMs: number | null = null;
   let listed = false;
+  let ahead: Map<string, number> | null = null;
   const json = table.claimJson;
   for (const raw of rows) {
     if (raw.claimed === true) {
@@ -255,11 +271,16 @@ function claimResult<Row>(table: LeasedTable<Row>, rows: readonly Record<string,
       expiredLeft = raw.expired_left === true;
       leaseDueMs = raw.lease_due_ms == null ? null : Math.max(0, Number(raw.lease_due_ms));
       listed = raw.listed === true;
+      const aheadIds = raw.ahead_ids as string[] | null | undefined;
+      if (aheadIds != null && aheadIds.length > 0) {
+        const aheadMs = raw.ahead_ms as number[];
+        ahead = new Map(aheadIds.map((id, i) => [String(id), Math.max(0, Number(aheadMs[i]))]));
+      }
     }
   }
   // RETURNING has no order; the design article sorts by id
   claimed.sort(byId);
-  return { claimed, reaped, waitMs, promoted, readyFirst, nextDueMs, limitedIds, expiredLeft, leaseDueMs, listed };
+  return { claimed, reaped, waitMs, promoted, readyFirst, nextDueMs, limitedIds, expiredLeft, leaseDueMs, listed, ahead };
 }
 
 function byId(a: { readonly id: string }, b: { readonly id: string }): number {
@@ -308,6 +329,7 @@ interface ClaimValues {
   readonly readyFloor: string;
   readonly expiredWithinMs: number;
   readonly dueWithinMs: number;
+  readonly aheadMs: number;
   readonly leaseDueWithinMs: number;
 }
 
@@ -408,10 +430,13 @@ function claimStatement(shape: ClaimShape, v: ClaimValues): RawBuilder<Record<st
   // Parked rows due to wake (a sleep over, a wait's deadline) that this claim may take: a source
   // of their own, claimed from `waiting` straight to `processing` (one claim per wake, not a wake
   // and then a claim). Rows under a limit are not: those go through the limit's own sources.
+  // A sleep may be taken ahead of its wake (LeaseClaimInput.aheadMs): nothing but time ends it.
+  // A signal's or the children's wait is not: what ends it sooner wakes it sooner.
   const parked = table.waits
     ? sql`, parked AS (
-        SELECT c.id, c.priority FROM ${t} AS c
-        WHERE c.status = 'waiting' AND c.scheduled AND c.available_at <= now() ${unlimited} ${nameFilter}
+        SELECT c.id, c.priority, c.available_at FROM ${t} AS c
+        WHERE c.status = 'waiting' AND c.scheduled AND c.available_at <= now() + ${v.aheadMs}::float8 * interval '1 millisecond'
+          AND (c.available_at <= now() OR c.wait_for = 'sleep') ${unlimited} ${nameFilter}
         ORDER BY c.available_at, c.id
         LIMIT ${limit}
         FOR UPDATE SKIP LOCKED
@@ -446,8 +471,9 @@ function claimStatement(shape: ClaimShape, v: ClaimValues): RawBuilder<Record<st
         FROM doomed WHERE r.id = doomed.id
         RETURNING r.id, r.lease_version
       ), ${ready}, due AS (
-        SELECT c.id, c.priority FROM ${t} AS c
-        WHERE c.status = 'pending' AND c.scheduled AND NOT c.blocked ${unlimited} AND c.available_at <= now() ${nameFilter}
+        SELECT c.id, c.priority, c.available_at FROM ${t} AS c
+        WHERE c.status = 'pending' AND c.scheduled AND NOT c.blocked ${unlimited}
+          AND c.available_at <= now() + ${v.aheadMs}::float8 * interval '1 millisecond' ${nameFilter}
         ORDER BY c.available_at, c.id
         LIMIT ${limit}
         FOR UPDATE SKIP LOCKED
@@ -459,11 +485,11 @@ function claimStatement(shape: ClaimShape, v: ClaimValues): RawBuilder<Record<st
         LIMIT ${limit}
         FOR UPDATE SKIP LOCKED
       )${parked}${flows}, picked AS (
-        SELECT id FROM (SELECT * FROM ready UNION ALL SELECT * FROM due UNION ALL SELECT * FROM expired
-                        ${table.waits ? sql`UNION ALL SELECT * FROM parked` : sql``} ${admitted}) AS candidate
+        SELECT id FROM (SELECT * FROM ready UNION ALL SELECT id, priority FROM due UNION ALL SELECT * FROM expired
+                        ${table.waits ? sql`UNION ALL SELECT id, priority FROM parked` : sql``} ${admitted}) AS candidate
         ORDER BY priority DESC, id
         LIMIT ${limit}
-      ), ${claimed(sql`picked`, resumable, shape.flows ? STRIPE_SET : sql``)}${woken}, ${nextDue}${written}
+      ), ${claimed(sql`picked`, resumable, shape.flows ? STRIPE_SET : sql``)}${woken}, ${nextDue}, ${aheadCte(table.waits === true)}${written}
       ${table.claimJson === undefined ? rowsWholeSelect(table, shape.flows, limit) : jsonWholeSelect(shape.flows, limit)}
     `;
 }
@@ -478,15 +504,18 @@ function claimStatement(shape: ClaimShape, v: ClaimValues): RawBuilder<Record<st
 function nextDueCte(shape: ClaimShape, v: ClaimValues, t: RawBuilder<unknown>, nameFilter: RawBuilder<unknown>, unlimited: RawBuilder<unknown>): RawBuilder<unknown> {
   const { table } = shape;
   const ahead = sql`c.available_at > now() AND c.available_at <= now() + ${v.dueWithinMs}::float8 * interval '1 millisecond'`;
+  // not the rows this claim took ahead of their time (their index entries are still there: the
+  // snapshot is the statement's); a row it left within its look ahead is reported
+  const notTaken = sql`AND NOT c.id = ANY(ARRAY(SELECT id FROM picked))`;
   const sources = [
     sql`(SELECT c.available_at FROM ${t} AS c
-         WHERE c.status = 'pending' AND c.scheduled AND NOT c.blocked ${unlimited} AND ${ahead} ${nameFilter}
+         WHERE c.status = 'pending' AND c.scheduled AND NOT c.blocked ${unlimited} AND ${ahead} ${nameFilter} ${notTaken}
          ORDER BY c.available_at, c.id LIMIT 1)`,
   ];
   // any worker wakes any parked run (see the woken CTE), so no name filter here either
   if (table.waits) {
     sources.push(sql`(SELECT c.available_at FROM ${t} AS c
-         WHERE c.status = 'waiting' AND c.scheduled AND ${ahead}
+         WHERE c.status = 'waiting' AND c.scheduled AND ${ahead} ${notTaken}
          ORDER BY c.available_at, c.id LIMIT 1)`);
   }
   if (shape.flows) {
@@ -501,6 +530,24 @@ function nextDueCte(shape: ClaimShape, v: ClaimValues, t: RawBuilder<unknown>, n
   const ms = sql`date_part('epoch', least(${sql.join(sources)}) - now()) * 1000`;
   return table.waits ? sql`next_due AS (SELECT CASE WHEN EXISTS (SELECT 1 FROM woken) THEN 0 ELSE ${ms} END AS ms)` : sql`next_due AS (SELECT ${ms} AS ms)`;
 }
+
+/**
+ * `ahead (id, available_at)`: the claimed rows that come due later (see `LeaseClaimResult.ahead`),
+ * reported in ms from `clock_timestamp()` as the statement ends: the worker counts from the
+ * answer's arrival, after it, so it never starts a row before the row's time by the database's
+ * clock.
+ */
+function aheadCte(waits: boolean): RawBuilder<unknown> {
+  const sources = waits ? sql`SELECT id, available_at FROM due UNION ALL SELECT id, available_at FROM parked` : sql`SELECT id, available_at FROM due`;
+  return sql`ahead AS (
+        SELECT d.id, d.available_at FROM (${sources}) AS d
+        WHERE d.available_at > now() AND d.id = ANY(ARRAY(SELECT id FROM picked))
+      )`;
+}
+
+/** The summary row's `ahead_ids` and `ahead_ms` (see {@link aheadCte}). */
+const AHEAD_COLUMNS = sql`(SELECT array_agg(a.id::text ORDER BY a.id) FROM ahead AS a),
+             (SELECT array_agg(date_part('epoch', a.available_at - clock_timestamp()) * 1000 ORDER BY a.id) FROM ahead AS a)`;
 
 /**
  * `lease_due (ms)`: see `LeaseClaimResult.leaseDueMs`. One probe of `<table>_leased` from `now()`
@@ -525,13 +572,14 @@ function rowsWholeSelect(table: LeasedTable<unknown>, flows: boolean, limit: Raw
   return sql`
       SELECT true AS claimed, claimed.*, NULL::float8 AS wait_ms, NULL::bigint AS promoted, ${READY_FIRST} AS ready_first,
              NULL::float8 AS next_due_ms, NULL::text[] AS limited_ids, NULL::boolean AS expired_left, NULL::float8 AS lease_due_ms,
-             NULL::boolean AS listed FROM claimed
+             NULL::boolean AS listed, NULL::text[] AS ahead_ids, NULL::float8[] AS ahead_ms FROM claimed
       UNION ALL
-      SELECT false AS claimed, reaped.id, reaped.lease_version, ${nullColumns(table, false, flows)}, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM reaped
+      SELECT false AS claimed, reaped.id, reaped.lease_version, ${nullColumns(table, false, flows)}, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM reaped
       UNION ALL
       SELECT NULL AS claimed, ${nullColumns(table, true, flows)},
              ${flows ? sql`(SELECT ms FROM flow_wait)` : sql`NULL`}, ${flows ? sql`(SELECT count(*) FROM flow_promoted)` : sql`NULL`}, NULL,
-             (SELECT ms FROM next_due), ${flows ? LIMITED_IDS : sql`NULL`}, ${expiredLeft(limit)}, (SELECT ms FROM lease_due), ${flows ? LISTED : sql`NULL`}`;
+             (SELECT ms FROM next_due), ${flows ? LIMITED_IDS : sql`NULL`}, ${expiredLeft(limit)}, (SELECT ms FROM lease_due), ${flows ? LISTED : sql`NULL`},
+             ${AHEAD_COLUMNS}`;
 }
 
 /** What a JSON claim's `claimed` CTE returns: what the limits' bookkeeping reads, and the row as JSON (`j`). */
@@ -585,13 +633,15 @@ function jsonWholeSelect(flows: boolean, limit: RawBuilder<unknown>): RawBuilder
   return sql`
       SELECT true AS claimed, ${chunks.text} AS rows, NULL::bigint AS id, NULL::bigint AS lease_version,
              NULL::float8 AS wait_ms, NULL::bigint AS promoted, ${READY_FIRST} AS ready_first, NULL::float8 AS next_due_ms,
-             NULL::text[] AS limited_ids, NULL::boolean AS expired_left, NULL::float8 AS lease_due_ms, NULL::boolean AS listed
+             NULL::text[] AS limited_ids, NULL::boolean AS expired_left, NULL::float8 AS lease_due_ms, NULL::boolean AS listed,
+             NULL::text[] AS ahead_ids, NULL::float8[] AS ahead_ms
       FROM claimed GROUP BY ${chunks.groupBy}
       UNION ALL
-      SELECT false, NULL, reaped.id, reaped.lease_version, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM reaped
+      SELECT false, NULL, reaped.id, reaped.lease_version, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM reaped
       UNION ALL
       SELECT NULL, NULL, NULL, NULL, ${flows ? sql`(SELECT ms FROM flow_wait), (SELECT count(*) FROM flow_promoted)` : sql`NULL, NULL`}, NULL,
-             (SELECT ms FROM next_due), ${flows ? LIMITED_IDS : sql`NULL`}, ${expiredLeft(limit)}, (SELECT ms FROM lease_due), ${flows ? LISTED : sql`NULL`}`;
+             (SELECT ms FROM next_due), ${flows ? LIMITED_IDS : sql`NULL`}, ${expiredLeft(limit)}, (SELECT ms FROM lease_due), ${flows ? LISTED : sql`NULL`},
+             ${AHEAD_COLUMNS}`;
 }
 
 /**
@@ -709,6 +759,7 @@ export function handoffParts(table: LeasedTable<unknown>, h: HeadHandoff): Hando
     leaseMs: h.leaseMs,
     ...served.values,
     flowBatch: 0,
+    aheadMs: 0,
     readyFloor: '0',
     expiredWithinMs: 0,
     dueWithinMs: 0,

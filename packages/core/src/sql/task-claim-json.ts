@@ -50,19 +50,22 @@ export const TASK_CLAIM_JSON: ClaimJson<TaskRow> = {
   // its sleep whose wake time has passed, as that read would have (taskStepsReadMany). Only for a
   // row no other lease took between this statement's snapshot and its lock (the row's version in
   // the snapshot is the one before the claim's): records that lease wrote would be missing here.
+  // A sleeping run taken ahead of its wake (LeaseClaimInput.aheadMs) starts at its row's time,
+  // its sleep's wake time: the sleep is over by then, so it is closed as one that ended.
   resumed: (table, resumable) => {
     const steps = stepTableRef(table);
     const resumed = sql`(o.lease_version > 1 AND ${resumable} AND o.lease_version = (SELECT x.lease_version FROM ${tableRef(table)} AS x WHERE x.id = o.id) + 1)`;
     return {
       resumed,
       value: sql`CASE WHEN ${resumed} THEN coalesce((
-          SELECT json_agg(json_build_array(p.name, p.done OR (p.kind = 'sleep' AND p.wake_at <= now()), p.result, p.result IS NULL, p.position, p.kind))::text
+          SELECT json_agg(json_build_array(p.name, p.done OR (p.kind = 'sleep' AND p.wake_at <= greatest(now(), o.available_at)), p.result, p.result IS NULL, p.position, p.kind))::text
           FROM ${steps} AS p WHERE p.task_id = o.id), '[]') ELSE 'null' END`,
       // by the steps' primary key, one probe per resumed run: never a join that could scan them
       ctes: sql`, resumed_slept AS (
-        UPDATE ${steps} AS p SET done = true, lease_version = (SELECT c.lease_version FROM claimed AS c WHERE c.id = p.task_id), done_at = now()
+        UPDATE ${steps} AS p SET done = true, lease_version = (SELECT c.lease_version FROM claimed AS c WHERE c.id = p.task_id), done_at = greatest(now(), p.wake_at)
         WHERE p.task_id = ANY(ARRAY(SELECT c.id FROM claimed AS c WHERE c.resumed))
-          AND p.kind = 'sleep' AND NOT p.done AND p.wake_at <= now()
+          AND p.kind = 'sleep' AND NOT p.done
+          AND p.wake_at <= greatest(now(), (SELECT x.available_at FROM ${tableRef(table)} AS x WHERE x.id = p.task_id))
         RETURNING 1
       )`,
     };

@@ -11,7 +11,7 @@ import type { TaskRunner } from './task-runner.js';
 import type { TrackedPool } from './tracked-pool.js';
 import type { WakeGuard } from './wake-guard.js';
 import { ReadyFloor } from './ready-floor.js';
-import type { TimedWake } from './timed-wake.js';
+import { CLAIM_AHEAD_MS, type TimedWake } from './timed-wake.js';
 import type { Wakeup } from './wakeup.js';
 import type { WorkerLog } from './worker-log.js';
 
@@ -158,6 +158,7 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>): Promise<void>
     let claimed: Claimed<Row>[];
     let promoted: number;
     let limitedIds: readonly string[] | null;
+    let ahead: ReadonlyMap<string, number> | null;
     // a claim that left out a limit kept in its list: claim again at once, the whole way
     let listedLeft = false;
     // Rows under limits compete with the rest for the whole claim, by priority and age, whatever
@@ -217,6 +218,7 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>): Promise<void>
         expiredWithinMs,
         // what comes due before the next poll: a timer for it (what comes later, the poll finds)
         dueWithinMs: o.pollIntervalMs,
+        aheadMs: CLAIM_AHEAD_MS,
       });
     // a claim sent while a write of a group's head is under way cannot see the group's next head
     const settlingAtClaim = runner.settling;
@@ -243,6 +245,7 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>): Promise<void>
       listedLeft = stripedOnly && result.listed;
       if (result.listed) stripedOnly = false;
       limitedIds = result.limitedIds;
+      ahead = result.ahead;
       if (expired) {
         expiredLeft = result.expiredLeft;
         // counted from the claim's now(), about when it went out, as the next due time is
@@ -253,7 +256,7 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>): Promise<void>
       if (result.nextDueMs !== null) {
         if (result.nextDueMs === 0) wholeNext = true;
         // counted from the claim's now(), about when it went out, not from its answer
-        else timer.in(result.nextDueMs - (performance.now() - sentAt));
+        else timer.dueIn(result.nextDueMs, performance.now() - sentAt);
       }
     } catch (error) {
       parts.onError(toError(error));
@@ -265,7 +268,7 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>): Promise<void>
       continue;
     }
     if (claimed.length > 0) idle = false;
-    runner.acceptAll(claimed, limitedIds);
+    runner.acceptAll(claimed, limitedIds, ahead);
     // a full batch, or rows that just became claimable (limited rows due, parked runs woken)
     if (claimed.length === want || promoted > 0 || wholeNext || expiredLeft || listedLeft) {
       parts.guard.disarm();

@@ -60,6 +60,12 @@ export class Held<Row> extends TaskAbort implements QueuedWrite {
   timer: NodeJS.Timeout | undefined;
   /** Its life has ended: no longer held, counted out. */
   over = false;
+  /**
+   * Claimed ahead of its time (`LeaseClaimResult.ahead`): when it comes due (`performance.now()`),
+   * NaN otherwise; and the timer that hands it to a slot then.
+   */
+  dueAt = Number.NaN;
+  dueTimer: NodeJS.Timeout | undefined;
 
   constructor(
     readonly runner: HeldBy<Row>,

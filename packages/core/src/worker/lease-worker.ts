@@ -122,7 +122,7 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
       },
       onDue: (ms) => {
         // a stopped worker's last writes arm nothing: the timer is cleared as its loop ends
-        if (this.#state === 'running') this.#timer.in(ms);
+        if (this.#state === 'running') this.#timer.dueIn(ms);
       },
       running: this.#running,
       onError: (error) => this.#error(error),

@@ -59,6 +59,8 @@ export class TaskRunner<Row> implements HeldBy<Row> {
   readonly #held = new Set<Held<Row>>();
   /** Claimed, waiting for a free slot. */
   #buffer: Held<Row>[] = [];
+  /** Claimed ahead of their time, each waiting for its timer (see {@link acceptAll}). */
+  readonly #early = new Set<Held<Row>>();
   /** Handlers that gave their slot back (see {@link release}) and wait for one again: served first. */
   #resuming: { readonly h: Held<Row>; readonly resolve: () => void }[] = [];
   /** Handlers that lent their slot (see {@link release}) and have not taken one back. */
@@ -106,9 +108,12 @@ export class TaskRunner<Row> implements HeldBy<Row> {
     return this.#handlers;
   }
 
-  /** Claimed tasks waiting for a slot. */
+  /**
+   * Claimed tasks waiting for a slot, or for their time (claimed ahead of it): the claim sizing
+   * counts both, so a worker does not claim more while it holds rows it cannot start yet.
+   */
   get buffered(): number {
-    return this.#buffer.length - this.#next;
+    return this.#buffer.length - this.#next + this.#early.size;
   }
 
   /**
@@ -177,8 +182,12 @@ export class TaskRunner<Row> implements HeldBy<Row> {
     safeEmit(this.#p.emitter, 'task:cancelled', { task: h.task });
   }
 
-  /** Takes charge of claimed tasks: runs them now while slots are free, and buffers the rest. */
-  acceptAll(tasks: readonly Claimed<Row>[], firstIds?: readonly string[] | null): void {
+  /**
+   * Takes charge of claimed tasks: runs them now while slots are free, and buffers the rest. A
+   * task in `later` (id → ms until its time, see `LeaseClaimResult.ahead`) waits that long from
+   * now, held, then goes ahead of the buffer: it never starts before its time.
+   */
+  acceptAll(tasks: readonly Claimed<Row>[], firstIds?: readonly string[] | null, later?: ReadonlyMap<string, number> | null): void {
     const { options, emitter } = this.#p;
     const claimedListened = listened(emitter, 'task:claimed');
     // rows under a limit hold its slot or a spent start from their claim: they go ahead of the buffer
@@ -192,18 +201,44 @@ export class TaskRunner<Row> implements HeldBy<Row> {
       this.#held.add(h);
       if (tel !== undefined) h.tel = tel.claimed(task, acceptedAt);
       if (claimedListened) safeEmit(emitter, 'task:claimed', { task });
+      const dueInMs = later?.get(task.id);
+      if (dueInMs !== undefined && dueInMs > 0) h.dueAt = performance.now() + dueInMs;
       if (!this.#p.running()) {
         h.abort(new ShutdownError());
         this.#begin(h);
-      } else if (first?.has(task.id)) ahead.push(h);
+      } else if (dueInMs !== undefined && dueInMs > 0) this.#startAt(h, dueInMs);
+      else if (first?.has(task.id)) ahead.push(h);
       else this.#buffer.push(h);
     }
     if (ahead.length > 0) this.#buffer.splice(this.#next, 0, ...ahead);
     this.#pump();
   }
 
-  /** Gives buffered tasks back (they never started): straight back to pending. */
+  // A row that came due has waited its turn already: it goes ahead of what is buffered. Node
+  // counts a timer from the event loop's cached clock, which lags while a turn runs (parsing the
+  // claim that brought this row, say), so a timer may fire a few ms early: it is checked.
+  #startAt(h: Held<Row>, ms: number): void {
+    this.#early.add(h);
+    h.dueTimer = setTimeout(() => {
+      h.dueTimer = undefined;
+      const left = h.dueAt - performance.now();
+      if (!this.#early.has(h)) return;
+      if (left > 0) return this.#startAt(h, Math.ceil(left));
+      this.#early.delete(h);
+      this.#buffer.splice(this.#next, 0, h);
+      this.#pump();
+    }, ms);
+  }
+
+  /** Gives buffered tasks back (they never started): back to pending, due when they were. */
   releaseBuffered(): void {
+    for (const h of this.#early) {
+      clearTimeout(h.dueTimer);
+      h.dueTimer = undefined;
+      this.#early.delete(h);
+      h.abort(new ShutdownError());
+      this.#begin(h);
+    }
     for (let h = this.#shift(); h !== undefined; h = this.#shift()) {
       h.abort(new ShutdownError());
       this.#begin(h);
@@ -433,8 +468,12 @@ export class TaskRunner<Row> implements HeldBy<Row> {
       h.tel?.settle('suspended');
       return this.#end(h);
     }
-    // returns the task to pending, attempt refunded (the worker is stopping)
-    if (reason instanceof ShutdownError) return this.#write(h, toReleased('released by a stopping worker'), RELEASED);
+    // returns the task to pending, attempt refunded (the worker is stopping); one claimed ahead
+    // of its time stays due then
+    if (reason instanceof ShutdownError) {
+      const dueInMs = Number.isNaN(h.dueAt) ? 0 : Math.max(0, Math.ceil(h.dueAt - performance.now()));
+      return this.#write(h, toReleased('released by a stopping worker', dueInMs), RELEASED);
+    }
     const outcome = classifyOutcome(threw && reason !== undefined ? reason : threw ? thrown : undefined, threw);
     const transition = outcome.kind === 'success' && h.resultJson !== null ? toDone(h.resultJson) : transitionFor(outcome, task, settings.policy);
     if (transition === null) {
@@ -458,8 +497,9 @@ export class TaskRunner<Row> implements HeldBy<Row> {
       );
     } else {
       this.#p.finalizer.enqueue(h);
-      // nothing left to run here: this write need not wait behind the one in flight
-      if (this.#handlers === 0 && this.buffered === 0) this.#p.finalizer.hurry();
+      // nothing left to run here now (rows held for their time run later): this write need not
+      // wait behind the one in flight
+      if (this.#handlers === 0 && this.#buffer.length === this.#next) this.#p.finalizer.hurry();
     }
   }
 
