@@ -137,9 +137,10 @@ export class TaskTelemetry<Row> {
     if (series !== undefined) {
       const availableAt = w.naming.availableAtMs?.(this.#task);
       if (availableAt !== undefined) {
-        // by the database's clock up to the claim, then this process's monotonic clock while buffered
+        // by the database's clock up to the claim, then this process's monotonic clock while
+        // buffered; a row claimed ahead of its time (negative first term) waited only past it
         const claimedAt = this.#task.leaseUntil.getTime() - leaseMs;
-        const waitMs = Math.max(0, claimedAt - availableAt) + (startedAt - this.#acceptedAt);
+        const waitMs = Math.max(0, claimedAt - availableAt + (startedAt - this.#acceptedAt));
         w.metrics!.wait.record(waitMs / 1000, series.attributes);
       }
     }
