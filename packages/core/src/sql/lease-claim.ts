@@ -489,7 +489,7 @@ function claimStatement(shape: ClaimShape, v: ClaimValues): RawBuilder<Record<st
                         ${table.waits ? sql`UNION ALL SELECT id, priority FROM parked` : sql``} ${admitted}) AS candidate
         ORDER BY priority DESC, id
         LIMIT ${limit}
-      ), ${claimed(sql`picked`, resumable, shape.flows ? STRIPE_SET : sql``)}${woken}, ${nextDue}, ${aheadCte(table.waits === true)}${written}
+      ), ${claimed(sql`picked`, resumable, shape.flows ? STRIPE_SET : sql``)}${woken}, ${aheadCte(table.waits === true)}, ${nextDue}${written}
       ${table.claimJson === undefined ? rowsWholeSelect(table, shape.flows, limit) : jsonWholeSelect(shape.flows, limit)}
     `;
 }
@@ -505,8 +505,9 @@ function nextDueCte(shape: ClaimShape, v: ClaimValues, t: RawBuilder<unknown>, n
   const { table } = shape;
   const ahead = sql`c.available_at > now() AND c.available_at <= now() + ${v.dueWithinMs}::float8 * interval '1 millisecond'`;
   // not the rows this claim took ahead of their time (their index entries are still there: the
-  // snapshot is the statement's); a row it left within its look ahead is reported
-  const notTaken = sql`AND NOT c.id = ANY(ARRAY(SELECT id FROM picked))`;
+  // snapshot is the statement's), usually none, where the picked rows may be a thousand; a row
+  // it left within its look ahead is reported
+  const notTaken = sql`AND NOT c.id = ANY(ARRAY(SELECT id FROM ahead))`;
   const sources = [
     sql`(SELECT c.available_at FROM ${t} AS c
          WHERE c.status = 'pending' AND c.scheduled AND NOT c.blocked ${unlimited} AND ${ahead} ${nameFilter} ${notTaken}

@@ -65,7 +65,8 @@ export const TASK_CLAIM_JSON: ClaimJson<TaskRow> = {
         UPDATE ${steps} AS p SET done = true, lease_version = (SELECT c.lease_version FROM claimed AS c WHERE c.id = p.task_id), done_at = greatest(now(), p.wake_at)
         WHERE p.task_id = ANY(ARRAY(SELECT c.id FROM claimed AS c WHERE c.resumed))
           AND p.kind = 'sleep' AND NOT p.done
-          AND p.wake_at <= greatest(now(), (SELECT x.available_at FROM ${tableRef(table)} AS x WHERE x.id = p.task_id))
+          -- the row's time is looked up only for a sleep not yet over (one taken ahead)
+          AND (p.wake_at <= now() OR p.wake_at <= (SELECT x.available_at FROM ${tableRef(table)} AS x WHERE x.id = p.task_id))
         RETURNING 1
       )`,
     };
