@@ -1,0 +1,93 @@
+// What a long transaction elsewhere (the MVCC horizon held) does to a drain of tasks under a
+// limit: the same preloaded tasks run by two workers (one process, library defaults), with no
+// limit, under a concurrency limit of 1,000 (kept in stripes) and under one of 20 (kept in its
+// row's list), each without and then with a REPEATABLE READ snapshot held beside it. Prints each
+// drain's rate per tenth of its tasks, and the index entries its scans read per scan, as the
+// server counts them (pg_stat_user_indexes). A measurement, not a test: it asserts nothing.
+//   DATABASE_URL=postgres://… npx tsx --conditions=@leasehold/source bench/limits-pinned.ts
+//   (LIMITS_PINNED_TASKS, default 20,000; LIMITS_PINNED_KINDS, default none,striped,listed)
+// Works in a schema of its own (limits_pinned_<pid>) in that database, dropped at the end.
+import pg from 'pg';
+import { createWorker, defineLimit, defineTask, enqueueMany, migrate } from '@leasehold/core';
+
+const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const TASKS = Number(process.env.LIMITS_PINNED_TASKS ?? 20_000);
+const KINDS = (process.env.LIMITS_PINNED_KINDS ?? 'none,striped,listed').split(',') as Kind[];
+const SCHEMA = `limits_pinned_${process.pid}`;
+const INDEXES = ['task_pkey', 'task_claim', 'task_flow_ready', 'task_flow_held', 'task_leased'];
+
+type Kind = 'none' | 'striped' | 'listed';
+
+const bounds: Record<Kind, number | undefined> = { none: undefined, striped: 1_000, listed: 20 };
+
+async function indexReads(pool: pg.Pool): Promise<Map<string, { scans: number; entries: number }>> {
+  const { rows } = await pool.query<{ name: string; scans: string; entries: string }>(
+    `SELECT indexrelname AS name, idx_scan AS scans, idx_tup_read AS entries FROM pg_stat_user_indexes WHERE schemaname = $1`,
+    [SCHEMA],
+  );
+  return new Map(rows.map((r) => [r.name, { scans: Number(r.scans), entries: Number(r.entries) }]));
+}
+
+async function drain(kind: Kind, pinned: boolean): Promise<string> {
+  const admin = new pg.Pool({ connectionString: url, max: 2 });
+  await admin.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`);
+  await migrate(admin, { schema: SCHEMA });
+  const bound = bounds[kind];
+  const limit = bound === undefined ? undefined : defineLimit('pinned', { concurrency: bound });
+  let handled = 0;
+  const task = defineTask<{ i: number }>('pinned', { ...(limit ? { limit } : {}), handler: () => void handled++ });
+  for (let done = 0; done < TASKS; done += 5_000) {
+    const n = Math.min(5_000, TASKS - done);
+    await enqueueMany(admin, task, Array.from({ length: n }, (_, i) => ({ payload: { i: done + i } })), { schema: SCHEMA });
+  }
+  await admin.query(`VACUUM ANALYZE ${SCHEMA}.task`);
+  const holder = new pg.Client({ connectionString: url });
+  if (pinned) {
+    await holder.connect();
+    await holder.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
+    await holder.query('SELECT count(*) FROM pg_class');
+  }
+  const pool = new pg.Pool({ connectionString: url, max: 12 });
+  const workers = [0, 1].map(() => createWorker({ pool, tasks: [task], schema: SCHEMA, logger: null }));
+  const before = await indexReads(admin);
+  const t0 = performance.now();
+  await Promise.all(workers.map((w) => w.start()));
+  const tenths: number[] = [];
+  let mark = 0;
+  let markAt = t0;
+  while (handled < TASKS && performance.now() - t0 < 600_000) {
+    await new Promise((r) => setTimeout(r, 20));
+    if (handled - mark >= TASKS / 10 || handled >= TASKS) {
+      const now = performance.now();
+      tenths.push(Math.round(((handled - mark) / (now - markAt)) * 1000));
+      [mark, markAt] = [handled, now];
+    }
+  }
+  const seconds = (performance.now() - t0) / 1000;
+  await Promise.all(workers.map((w) => w.stop()));
+  await pool.end(); // the sessions' counts reach the statistics as they end
+  if (pinned) await holder.query('ROLLBACK').then(() => holder.end());
+  // ended sessions flush their counts within a second or so: read until two reads agree
+  let after = await indexReads(admin);
+  for (let i = 0; i < 20; i++) {
+    await new Promise((r) => setTimeout(r, 750));
+    const next = await indexReads(admin);
+    const same = [...next].every(([k, v]) => v.scans === after.get(k)?.scans && v.entries === after.get(k)?.entries);
+    after = next;
+    if (same) break;
+  }
+  await admin.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`);
+  await admin.end();
+  const reads = INDEXES.map((name) => {
+    const [a, b] = [after.get(name), before.get(name)];
+    const scans = (a?.scans ?? 0) - (b?.scans ?? 0);
+    return scans === 0 ? '—' : `${Math.round(((a?.entries ?? 0) - (b?.entries ?? 0)) / scans).toLocaleString('en-US')}`;
+  });
+  const rate = Math.round(handled / seconds).toLocaleString('en-US');
+  return `| ${kind}${bound === undefined ? '' : ` (${bound})`} | ${pinned ? 'held' : '—'} | ${rate} | ${tenths.map((x) => x.toLocaleString('en-US')).join(' ')} | ${reads.join(' | ')} |`;
+}
+
+console.log(`${TASKS.toLocaleString('en-US')} preloaded no-op tasks, two workers at the library defaults; index entries read per scan`);
+console.log(`| limit | snapshot | tasks/s | tasks/s per tenth | ${INDEXES.join(' | ')} |`);
+console.log(`|---|---|---:|---|${INDEXES.map(() => '---:').join('|')}|`);
+for (const kind of KINDS) for (const pinned of [false, true]) console.log(await drain(kind, pinned));
