@@ -2,6 +2,7 @@ import { sql, type RawBuilder } from 'kysely';
 import type { LeasedTable } from '../leased-table.js';
 import { stripeClaimCtes, stripeWriteCtes } from './lease-claim-stripes.js';
 import { LIMITED_READY as READY } from './limit-stripes.js';
+import { limitedReadyRanges } from './limited-ready.js';
 
 /** What the limit part of the claim is built from (see `leaseClaim`). */
 export interface LimitClaimParts {
@@ -16,6 +17,19 @@ export interface LimitClaimParts {
   readonly flows: RawBuilder<unknown>;
   /** Most rows under limits to take (an integer parameter). */
   readonly flowBatch: RawBuilder<unknown>;
+  /**
+   * Per served limit, in the order of `flows`, the lowest id of key '' and priority 0 its ready
+   * rows are read from (a `bigint[]` parameter; see `LeaseClaimInput.flowFloors`).
+   */
+  readonly floors: RawBuilder<unknown>;
+  /**
+   * `AND c.lease_until >= …` on an expired lease under a limit (`c`): the window of a claim that
+   * looks for expired leases (`LeaseClaimInput.expired`), or `AND false` in one that does not, so
+   * that a limit's expired leases are looked for on the unlimited ones' cadence. Every look reads
+   * the limit's running tasks' index (`task_flow_held`), which keeps an entry for every task that
+   * ran under the limit while a long transaction elsewhere holds the horizon.
+   */
+  readonly expiredWindow: RawBuilder<unknown>;
 }
 
 /**
@@ -38,7 +52,10 @@ function flowSourceCtes(p: LimitClaimParts): RawBuilder<unknown> {
   const { t, limit, flows } = p;
   const lt = sql.id(p.table.schema, p.table.limitTable!);
   return sql`
-      , flow_due AS (
+      , flow_floor AS (
+        -- where each served limit's ready rows of key '' and priority 0 are read from
+        SELECT x.name, x.floor FROM unnest(${flows}, ${p.floors}) AS x(name, floor)
+      ), flow_due AS (
         -- rows of a limit that were scheduled and are due now: promoted into task_flow_ready, where
         -- they compete by priority; the claim after this one can take them
         SELECT d.id FROM ${lt} AS f
@@ -59,12 +76,14 @@ function flowSourceCtes(p: LimitClaimParts): RawBuilder<unknown> {
         -- under the limit, and its task needs its slot seen free (see flow_need)
         SELECT a.name, a.lapsed, a.ready, a.striped FROM (
           SELECT f.name, f.stripes > 0 AS striped,
-                 coalesce((SELECT true FROM ${t} AS c WHERE c.flow = f.name AND ${READY}
-                           ORDER BY c.flow_key, c.priority DESC, c.id LIMIT 1), false) AS ready,
+                 coalesce((SELECT true FROM (${limitedReadyRanges({ t, flow: sql`f.name`, floor: sql`ff.floor`, where: sql``, columns: sql`1`, limit: sql`1`, lock: false })}
+                           ) AS r LIMIT 1), false) AS ready,
                  coalesce((SELECT true FROM ${t} AS c WHERE c.flow = f.name AND c.status = 'processing'
-                           AND c.lease_until < now() AND c.attempts < c.max_attempts ORDER BY c.lease_until LIMIT 1), false) AS lapsed
-          FROM ${lt} AS f
+                           AND c.lease_until < now() ${p.expiredWindow} AND c.attempts < c.max_attempts ORDER BY c.lease_until LIMIT 1), false) AS lapsed
+          FROM ${lt} AS f JOIN flow_floor AS ff ON ff.name = f.name
           WHERE f.name = ANY(${flows}::text[])
+          -- (each probe once: flattened, the filter below would run them again)
+          OFFSET 0
         ) AS a
         WHERE a.ready OR a.lapsed
       )`;
@@ -194,8 +213,9 @@ export function limitClaimCtes(p: LimitClaimParts): RawBuilder<unknown> {
       ), flow_expired AS (
         -- a crashed worker's row under a limit: its expired lease holds no slot, so it needs one
         SELECT c.id, c.priority, c.flow, c.flow_key FROM ${t} AS c
-        WHERE c.status = 'processing' AND c.lease_until < now() AND c.attempts < c.max_attempts
-          AND c.flow IN (SELECT flow FROM flow_room WHERE n > 0 AND NOT plain) ${nameFilter}
+        WHERE c.status = 'processing' AND c.lease_until < now() ${p.expiredWindow} AND c.attempts < c.max_attempts
+          -- (an array: an empty one reads nothing, where IN read the running tasks' index first)
+          AND c.flow = ANY(ARRAY(SELECT flow FROM flow_room WHERE n > 0 AND NOT plain)) ${nameFilter}
           AND c.id NOT IN (SELECT id FROM flow_holders)
         ORDER BY c.lease_until, c.id
         LIMIT ${limit}
@@ -281,12 +301,17 @@ export function limitClaimCtes(p: LimitClaimParts): RawBuilder<unknown> {
         -- the claim did not look at (released, retried), and it must still be taken — its lock
         -- passes over the rows claimed since the snapshot, and its old entry stays counted as
         -- holding until a claim looks that far
-        SELECT c.id, c.priority FROM flow_room AS r CROSS JOIN LATERAL (
-          SELECT c.id, c.priority FROM ${t} AS c
-          WHERE c.flow = r.flow AND ${READY} AND c.id NOT IN (SELECT id FROM flow_holders) ${nameFilter}
-          ORDER BY c.flow_key, c.priority DESC, c.id
-          LIMIT greatest(r.n, 0)
-          FOR UPDATE SKIP LOCKED
+        SELECT c.id, c.priority FROM flow_room AS r JOIN flow_floor AS ff ON ff.name = r.flow CROSS JOIN LATERAL (
+          SELECT * FROM (${limitedReadyRanges({
+            t,
+            flow: sql`r.flow`,
+            floor: sql`ff.floor`,
+            where: sql`AND c.id NOT IN (SELECT id FROM flow_holders) ${nameFilter}`,
+            columns: sql`c.id, c.priority`,
+            limit: sql`greatest(r.n, 0)`,
+            lock: true,
+          })}
+          ) AS c LIMIT greatest(r.n, 0)
         ) AS c
         WHERE r.plain AND r.n > 0
       )${stripeClaimCtes({ ...p, afterLocks: true })}, flow_taken AS (

@@ -1,6 +1,7 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { LimitClaimParts } from './lease-claim-limits.js';
-import { LIMITED_READY as READY, STRIPES, STRIPES_PER_CLAIM, stripeTable } from './limit-stripes.js';
+import { STRIPES, STRIPES_PER_CLAIM, stripeTable } from './limit-stripes.js';
+import { limitedReadyRanges } from './limited-ready.js';
 
 /** The striped limits' part of the claim: the limits' own parts but the served names (see {@link stripeClaimCtes}). */
 export interface StripeClaimParts extends Omit<LimitClaimParts, 'flows'> {
@@ -74,12 +75,9 @@ export function stripeClaimCtes(p: StripeClaimParts): RawBuilder<unknown> {
         -- the limit's best ready rows up to the room of its locked stripes, locked as they are read
         -- (a row another claim took since this snapshot is passed over, and the scan goes on)
         SELECT c.id, c.priority, r.name AS flow, row_number() OVER (PARTITION BY r.name ORDER BY c.id) AS pos
-        FROM stripe_limit_room AS r CROSS JOIN LATERAL (
-          SELECT c.id, c.priority FROM ${t} AS c
-          WHERE c.flow = r.name AND ${READY} ${nameFilter}
-          ORDER BY c.flow_key, c.priority DESC, c.id
-          LIMIT r.n
-          FOR UPDATE SKIP LOCKED
+        FROM stripe_limit_room AS r JOIN flow_floor AS ff ON ff.name = r.name CROSS JOIN LATERAL (
+          SELECT * FROM (${limitedReadyRanges({ t, flow: sql`r.name`, floor: sql`ff.floor`, where: nameFilter, columns: sql`c.id, c.priority`, limit: sql`r.n`, lock: true })}
+          ) AS c LIMIT r.n
         ) AS c
         WHERE r.n > 0
       ), stripe_rows AS (
@@ -89,8 +87,9 @@ export function stripeClaimCtes(p: StripeClaimParts): RawBuilder<unknown> {
       ), stripe_expired AS (
         -- a crashed worker's row: its slot is still counted in its stripe, so it needs no room
         SELECT c.id, c.priority FROM ${t} AS c
-        WHERE c.status = 'processing' AND c.lease_until < now() AND c.attempts < c.max_attempts
-          AND c.flow IN (SELECT name FROM flow_active WHERE striped AND lapsed) ${nameFilter}
+        WHERE c.status = 'processing' AND c.lease_until < now() ${p.expiredWindow} AND c.attempts < c.max_attempts
+          -- (an array: an empty one reads nothing, where IN read the running tasks' index first)
+          AND c.flow = ANY(ARRAY(SELECT name FROM flow_active WHERE striped AND lapsed)) ${nameFilter}
         ORDER BY c.lease_until, c.id
         LIMIT ${limit}
         FOR UPDATE SKIP LOCKED

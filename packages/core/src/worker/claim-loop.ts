@@ -3,6 +3,7 @@ import { toError } from '../errors.js';
 import type { Executor } from '../sql/execute.js';
 import { leaseClaim, type LeaseClaimResult } from '../sql/lease-claim.js';
 import { readyFloorProbe } from '../sql/ready-floor-probe.js';
+import { limitFloorProbe } from '../sql/limit-floor-probe.js';
 import type { Claimed } from '../sql/lease-row.js';
 import type { ClaimSizing } from './claim-sizing.js';
 import { safeEmit, type WorkerEventMap } from './events.js';
@@ -11,6 +12,7 @@ import type { TaskRunner } from './task-runner.js';
 import type { TrackedPool } from './tracked-pool.js';
 import type { WakeGuard } from './wake-guard.js';
 import { ReadyFloor } from './ready-floor.js';
+import { LimitFloors } from './limit-floors.js';
 import { CLAIM_AHEAD_MS, type TimedWake } from './timed-wake.js';
 import type { Wakeup } from './wakeup.js';
 import type { WorkerLog } from './worker-log.js';
@@ -115,8 +117,11 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>): Promise<void>
   const expiredEveryMs = Math.min(EXPIRED_EVERY_MS, o.pollIntervalMs / 4);
   // the probe's bound is the poll interval's: what only a poll would have found before
   const floor = new ReadyFloor(READY_FLOOR_WINDOW_MS, o.pollIntervalMs);
+  // the same for the ready rows of each limit served (its own index, task_flow_ready)
+  const limitFloors = new LimitFloors(READY_FLOOR_WINDOW_MS, o.pollIntervalMs);
   let settledSeen = runner.settled;
   let probing = false;
+  let limitProbing = false;
   // the previous whole claim woke parked runs: the next claim takes them (as due rows)
   let wholeNext = false;
   // the previous look for expired leases found a full batch: the next claim looks again, so a
@@ -146,6 +151,19 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>): Promise<void>
       // a failed probe changes nothing: the next one tries again, and the claims report the outage
       .catch(() => undefined)
       .finally(() => (probing = false));
+  };
+  const probeLimits = (flows: readonly string[]) => {
+    limitProbing = true;
+    const sent = performance.now();
+    limitFloorProbe(parts.db, o.table, { flows, names: o.names, versions: o.versions })
+      .then((first) => {
+        let below = false;
+        for (const [flow, id] of first) if (limitFloors.below(flow, id)) below = true;
+        limitFloors.saw(sent, performance.now(), first);
+        if (below) wakeup.wake();
+      })
+      .catch(() => undefined)
+      .finally(() => (limitProbing = false));
   };
   while (parts.running()) {
     const want = parts.sizing.want(runner);
@@ -195,12 +213,15 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>): Promise<void>
     if (runner.settling > 0 || runner.settled !== settledSeen) {
       settledSeen = runner.settled;
       floor.reset(performance.now());
+      limitFloors.reset(performance.now());
     }
     // A worker with nothing to do starts its claims at the index's beginning when the floor's
     // probe is due, instead of probing beside them: an idle worker sends no more statements
     // than one without a floor. A busy one probes beside its claims (below), off their path.
     const floorless = !readyOnly && idle && floor.probeDue();
     const readyFloor = floorless ? '0' : floor.floor();
+    const limited = flows !== undefined && flows.length > 0;
+    const flowFloors = !limited ? undefined : idle && limitFloors.probeDue() ? undefined : limitFloors.floors(flows);
     const claim = (executor: Executor): Promise<LeaseClaimResult<Row>> =>
       leaseClaim(executor, o.table, {
         owner: o.owner,
@@ -214,6 +235,7 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>): Promise<void>
         stripedOnly,
         readyOnly,
         readyFloor,
+        flowFloors,
         expired,
         expiredWithinMs,
         // what comes due before the next poll: a timer for it (what comes later, the poll finds)
@@ -237,7 +259,11 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>): Promise<void>
         else if (!result.expiredLeft) expiredLookedAt = sentAt;
       }
       if (result.readyFirst !== null) floor.saw(sentAt, performance.now(), result.readyFirst);
+      if (result.flowFirst !== null) limitFloors.saw(sentAt, performance.now(), result.flowFirst);
+      // rows under limits that came due are back among their ready rows with their old ids
+      if (result.promoted > 0) limitFloors.reset(performance.now());
       if (!probing && !idle && floor.probeDue()) probe();
+      if (limited && !limitProbing && !idle && limitFloors.probeDue()) probeLimits(flows);
       parts.log.reachable();
       for (const reaped of result.reaped) safeEmit(emitter, 'task:reaped', reaped);
       claimed = result.claimed;
@@ -247,7 +273,9 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>): Promise<void>
       limitedIds = result.limitedIds;
       ahead = result.ahead;
       if (expired) {
-        expiredLeft = result.expiredLeft;
+        // A striped-only claim takes no expired lease under a limit kept in its list: the whole
+        // claim it asks for looks for expired leases too, as the limits' are looked for only then
+        expiredLeft = result.expiredLeft || listedLeft;
         // counted from the claim's now(), about when it went out, as the next due time is
         expiredDueAt = result.leaseDueMs === null ? Infinity : sentAt + result.leaseDueMs;
         if (result.leaseDueMs !== null) timer.in(result.leaseDueMs - (performance.now() - sentAt));
