@@ -5,7 +5,8 @@
 // drain's rate per tenth of its tasks, and the index entries its scans read per scan, as the
 // server counts them (pg_stat_user_indexes). A measurement, not a test: it asserts nothing.
 //   DATABASE_URL=postgres://… npx tsx --conditions=@leasehold/source bench/limits-pinned.ts
-//   (LIMITS_PINNED_TASKS, default 20,000; LIMITS_PINNED_KINDS, default none,striped,listed)
+//   (LIMITS_PINNED_TASKS, default 20,000; LIMITS_PINNED_KINDS, default none,striped,listed;
+//   LIMITS_PINNED_HELD: both (default), no or yes)
 // Works in a schema of its own (limits_pinned_<pid>) in that database, dropped at the end.
 import pg from 'pg';
 import { createWorker, defineLimit, defineTask, enqueueMany, migrate } from '@leasehold/core';
@@ -13,6 +14,8 @@ import { createWorker, defineLimit, defineTask, enqueueMany, migrate } from '@le
 const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const TASKS = Number(process.env.LIMITS_PINNED_TASKS ?? 20_000);
 const KINDS = (process.env.LIMITS_PINNED_KINDS ?? 'none,striped,listed').split(',') as Kind[];
+const HELD = { both: [false, true], no: [false], yes: [true] }[process.env.LIMITS_PINNED_HELD ?? 'both'];
+if (HELD === undefined) throw new Error('LIMITS_PINNED_HELD must be both, no or yes');
 const SCHEMA = `limits_pinned_${process.pid}`;
 const INDEXES = ['task_pkey', 'task_claim', 'task_flow_ready', 'task_flow_held', 'task_leased'];
 
@@ -90,4 +93,4 @@ async function drain(kind: Kind, pinned: boolean): Promise<string> {
 console.log(`${TASKS.toLocaleString('en-US')} preloaded no-op tasks, two workers at the library defaults; index entries read per scan`);
 console.log(`| limit | snapshot | tasks/s | tasks/s per tenth | ${INDEXES.join(' | ')} |`);
 console.log(`|---|---|---:|---|${INDEXES.map(() => '---:').join('|')}|`);
-for (const kind of KINDS) for (const pinned of [false, true]) console.log(await drain(kind, pinned));
+for (const kind of KINDS) for (const pinned of HELD) console.log(await drain(kind, pinned));
