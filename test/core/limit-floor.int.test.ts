@@ -5,11 +5,12 @@
 // a claim reads stays flat however many limited tasks went through; and the floor never passes a
 // row that can still be taken: a late commit, or a retry that comes back with its old id.
 import { createWorker, defineLimit, defineTask, enqueue, enqueueMany, RetryableError, type LimitDefinition } from '@leasehold/core';
-import { sql, type Kysely } from 'kysely';
+import { sql } from 'kysely';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../fixtures.js';
 import { useWorkers } from '../workers.js';
+import { holdHorizon, indexReads } from '../horizon.js';
 
 const t = useTestDatabase();
 const pools: pg.Pool[] = [];
@@ -20,15 +21,6 @@ afterEach(async () => {
 });
 const track = useWorkers();
 
-/** A session that holds a snapshot, as a long report would: nothing claimed after it can be vacuumed. */
-async function holdHorizon(): Promise<void> {
-  const client = new pg.Client({ connectionString: t.url, application_name: 'limit-floor-horizon' });
-  holders.push(client);
-  await client.connect();
-  await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
-  await client.query('SELECT count(*) FROM pg_class');
-}
-
 function newPool(): pg.Pool {
   const pool = new pg.Pool({ connectionString: t.url, max: 4 });
   pools.push(pool);
@@ -38,14 +30,6 @@ function newPool(): pg.Pool {
 async function endPool(pool: pg.Pool): Promise<void> {
   await pool.end();
   pools.splice(pools.indexOf(pool), 1);
-}
-
-/** Scans of an index and the entries they read, as the server counts them (flushed when a session ends). */
-async function indexReads(db: Kysely<object>, index: string): Promise<{ scans: number; entries: number }> {
-  const { rows } = await sql<{ scans: string; entries: string }>`
-    SELECT idx_scan AS scans, idx_tup_read AS entries FROM pg_stat_user_indexes
-    WHERE schemaname = 'leasehold' AND indexrelname = ${index}`.execute(db);
-  return { scans: Number(rows[0]!.scans), entries: Number(rows[0]!.entries) };
 }
 
 const done = async (name: string) =>
@@ -60,7 +44,7 @@ describe.each([
   const named = (name: string) => `${name}.${bound}`;
 
   it('with the horizon held, claims read past the entries of the limit’s rows claimed before, not all of them', { timeout: 180_000 }, async () => {
-    await holdHorizon();
+    holders.push(await holdHorizon(t.url, 'limit-floor-horizon'));
     const limit = limitOf('floor.bulk');
     const job = defineTask<{ i: number }>(named('floor.bulk'), { limit, handler: () => {} });
     // 3,000 rows claimed and done while the horizon is held: 3,000 dead entries in each index

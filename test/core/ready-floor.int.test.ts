@@ -4,11 +4,12 @@
 // what a claim reads stays flat however many rows went through; and the floor never passes a row
 // that can still be taken: a task whose enqueue commits long after it took its id still starts.
 import { createWorker, defineTask, enqueue, enqueueMany } from '@leasehold/core';
-import { sql, type Kysely } from 'kysely';
+import { sql } from 'kysely';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../fixtures.js';
 import { useWorkers } from '../workers.js';
+import { holdHorizon, indexReads } from '../horizon.js';
 
 const t = useTestDatabase();
 const pools: pg.Pool[] = [];
@@ -18,24 +19,6 @@ afterEach(async () => {
   await Promise.all(pools.splice(0).map((p) => p.end()));
 });
 const track = useWorkers();
-
-/** A session that holds a snapshot, as a long report would: nothing claimed after it can be vacuumed. */
-async function holdHorizon(): Promise<pg.Client> {
-  const client = new pg.Client({ connectionString: t.url, application_name: 'ready-floor-horizon' });
-  holders.push(client);
-  await client.connect();
-  await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
-  await client.query('SELECT count(*) FROM pg_class');
-  return client;
-}
-
-/** Scans of the claim index and the entries they read, as the server counts them (flushed when a session ends). */
-async function claimIndexReads(db: Kysely<object>): Promise<{ scans: number; entries: number }> {
-  const { rows } = await sql<{ scans: string; entries: string }>`
-    SELECT idx_scan AS scans, idx_tup_read AS entries FROM pg_stat_user_indexes
-    WHERE schemaname = 'leasehold' AND indexrelname = 'task_claim'`.execute(db);
-  return { scans: Number(rows[0]!.scans), entries: Number(rows[0]!.entries) };
-}
 
 /** Runs tasks through a fresh worker on a pool of its own, one at a time for `ms`, and ends the pool. */
 async function runOneByOne(ms: number, name: string): Promise<void> {
@@ -58,7 +41,7 @@ async function runOneByOne(ms: number, name: string): Promise<void> {
 
 describe('ready floor', () => {
   it('with the horizon held, claims read past the entries of the rows claimed before, not all of them', { timeout: 180_000 }, async () => {
-    await holdHorizon();
+    holders.push(await holdHorizon(t.url, 'ready-floor-horizon'));
     const job = defineTask<{ i: number }>('floor.bulk', { handler: () => {} });
     // 3,000 rows claimed and done while the horizon is held: 3,000 dead entries in task_claim
     await enqueueMany(
@@ -82,14 +65,14 @@ describe('ready floor', () => {
     // then tasks one at a time for 5 s through a new worker: for its first second (the floor's
     // window: an INSERT from before its first claim may still commit) its claims walk the
     // entries, and then they start where the pending rows start
-    await expect.poll(async () => (await claimIndexReads(t.db)).scans, { timeout: 15_000 }).toBeGreaterThan(0);
-    const before = await claimIndexReads(t.db);
+    await expect.poll(async () => (await indexReads(t.db, 'task_claim')).scans, { timeout: 15_000 }).toBeGreaterThan(0);
+    const before = await indexReads(t.db, 'task_claim');
     await runOneByOne(5_000, 'floor.bulk');
     // the worker's sessions have ended, so their counts are in
     let after = before;
     await expect
       .poll(async () => {
-        after = await claimIndexReads(t.db);
+        after = await indexReads(t.db, 'task_claim');
         return after.scans - before.scans;
       }, { timeout: 15_000 })
       .toBeGreaterThanOrEqual(50);
