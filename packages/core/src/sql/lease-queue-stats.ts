@@ -51,7 +51,7 @@ async function read(executor: Executor, own: boolean, table: LeasedTable<unknown
   const count = await finishedCount(executor, table);
   if (!count.exact) {
     await indexesOnly(executor, own);
-    return sampledQueueStats(executor, table, count.percent);
+    return sampledQueueStats(executor, table, count.pages);
   }
   const rows = await execute<{
     name: string; pending: string; blocked: string; processing: string; done: string; dead: string; expired: string; oldest_ms: string | null;
@@ -85,7 +85,7 @@ async function read(executor: Executor, own: boolean, table: LeasedTable<unknown
 }
 
 /** {@link leaseQueueStats} of a large table: the live rows from their indexes, done rows sampled. */
-async function sampledQueueStats(executor: Executor, table: LeasedTable<unknown>, percent: number): Promise<QueueStats[]> {
+async function sampledQueueStats(executor: Executor, table: LeasedTable<unknown>, pages: number): Promise<QueueStats[]> {
   const rows = await execute<{
     name: string; pending: string | null; blocked: string | null; processing: string | null; done: string | null;
     dead: string | null; expired: string | null; oldest_ms: string | null;
@@ -103,7 +103,7 @@ async function sampledQueueStats(executor: Executor, table: LeasedTable<unknown>
         FROM (${liveRows(table)}) AS live
         GROUP BY 1
       ), finished AS (
-        SELECT name, n AS done FROM (${sampledFinished(table, percent)}) AS f WHERE status = 'done'
+        SELECT name, n AS done FROM (${sampledFinished(table, pages)}) AS f WHERE status = 'done'
       )
       SELECT coalesce(l.name, f.name) AS name, l.pending, l.blocked, l.processing, f.done, l.dead, l.expired, l.oldest_ms
       FROM live AS l FULL JOIN finished AS f ON f.name = l.name

@@ -56,7 +56,7 @@ async function read(executor: Executor, own: boolean, table: LeasedTable<unknown
   if (!count.exact) await indexesOnly(executor, own);
   // a large table: the unfinished rows from their indexes, the finished ones from a sample
   const source = count.exact ? t : sql`(${liveRows(table, true)}) AS live`;
-  const finished = count.exact ? sql`` : sql`UNION ALL SELECT status, sum(n) AS n FROM (${sampledFinished(table, count.percent)}) AS f GROUP BY status`;
+  const finished = count.exact ? sql`` : sql`UNION ALL SELECT status, sum(n) AS n FROM (${sampledFinished(table, count.pages)}) AS f GROUP BY status`;
   const [row] = await execute<{
     counts: Record<string, string> | null; oldest_ms: string | null; expired: string;
     attempts: Array<{ attempts: number; count: number }> | null;
