@@ -17,7 +17,7 @@ const KINDS = (process.env.LIMITS_PINNED_KINDS ?? 'none,striped,listed').split('
 const HELD = { both: [false, true], no: [false], yes: [true] }[process.env.LIMITS_PINNED_HELD ?? 'both'];
 if (HELD === undefined) throw new Error('LIMITS_PINNED_HELD must be both, no or yes');
 const SCHEMA = `limits_pinned_${process.pid}`;
-const INDEXES = ['task_pkey', 'task_claim', 'task_flow_ready', 'task_flow_held', 'task_leased'];
+const INDEXES = ['task_pkey', 'task_claim', 'task_flow_ready', 'task_flow_held_id', 'task_leased'];
 
 type Kind = 'none' | 'striped' | 'listed';
 

@@ -256,6 +256,55 @@ describe.each(MODES)('with $mode', (m) => {
         held.release();
       }
     });
+    it('a row that keeps running while later rows come and go is still counted, however far the stripe’s low has moved', async () => {
+      // a stripe is counted from its low (migration 21): the least id of its running rows, as the
+      // last claim that saw them all found it. The two oldest rows of each stripe keep running
+      // while 15 generations of the others run and finish after them.
+      await apiWithRows(2_000, 64);
+      const first = await claimAll(['api'], 64);
+      expect(first).toHaveLength(64);
+      const slots = await sql<{ id: string; slot: number }>`
+        SELECT id, flow_slot AS slot FROM leasehold.task WHERE status = 'processing' ORDER BY id`.execute(t.db);
+      const kept = new Set([0, 1].flatMap((stripe) => slots.rows.filter((r) => r.slot === stripe).slice(0, 2).map((r) => String(r.id))));
+      expect(kept.size).toBe(4);
+      let running = first.filter((r) => !kept.has(r.id));
+      for (let generation = 0; generation < 15; generation++) {
+        await finish(running);
+        running = await claimAll(['api'], 64);
+        expect(running, `generation ${generation}`).toHaveLength(60);
+        expect(await processing()).toBe(64);
+      }
+      const lows = await sql<{ low: string }>`SELECT low FROM leasehold.task_limit_stripe WHERE name = 'api' ORDER BY stripe`.execute(t.db);
+      // (the stripes' lows stayed at the kept rows: each is at most the least kept id of its stripe)
+      for (const stripe of [0, 1]) {
+        const least = Math.min(...slots.rows.filter((r) => r.slot === stripe && kept.has(String(r.id))).map((r) => Number(r.id)));
+        expect(Number(lows.rows[stripe]!.low)).toBeLessThanOrEqual(least);
+      }
+    });
+
+    it('a row taken into a stripe by a worker of the previous version, below the stripe’s low, is counted', async () => {
+      await apiWithRows(200, 64);
+      const first = await claimAll(['api'], 64);
+      await finish(first);
+      const second = await claimAll(['api'], 64);
+      expect(second).toHaveLength(64);
+      // a claim of migration 20's code: it takes a row into stripe 0 (here the oldest row, done
+      // before, as a retry would come back with its old id) and writes the stripe without low_at,
+      // after one row of that stripe finished
+      const [leaving] = (await sql<{ id: string; lease_version: number }>`
+        SELECT id, lease_version FROM leasehold.task WHERE status = 'processing' AND flow_slot = 0 ORDER BY id LIMIT 1`.execute(t.db)).rows;
+      await finish([{ id: String(leaving!.id), leaseVersion: leaving!.lease_version }]);
+      const oldest = first.map((r) => Number(r.id)).sort((a, b) => a - b)[0]!;
+      await sql`UPDATE leasehold.task SET status = 'processing', flow_slot = 0, lease_version = lease_version + 1,
+                       lease_until = now() + interval '1 minute', attempts = attempts + 1
+                WHERE id = ${oldest}`.execute(t.db);
+      await sql`UPDATE leasehold.task_limit_stripe SET claims = claims + 1, taken = 1, prior = xmin WHERE name = 'api' AND stripe = 0`.execute(t.db);
+      const low = await sql<{ low: string }>`SELECT low FROM leasehold.task_limit_stripe WHERE name = 'api' AND stripe = 0`.execute(t.db);
+      expect(Number(low.rows[0]!.low)).toBeGreaterThan(oldest);
+      // the stripe is full: counted from its low, it would have room for one
+      expect(await claimAll(['api'], 64)).toHaveLength(0);
+      expect(await processing()).toBe(64);
+    });
   });
 
   describe('beside workers of an earlier version', () => {

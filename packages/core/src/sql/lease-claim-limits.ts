@@ -1,7 +1,7 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { LeasedTable } from '../leased-table.js';
 import { stripeClaimCtes, stripeWriteCtes } from './lease-claim-stripes.js';
-import { LIMITED_READY as READY } from './limit-stripes.js';
+import { LIMITED_READY as READY, stripeTable } from './limit-stripes.js';
 import { limitedReadyRanges } from './limited-ready.js';
 
 /** What the limit part of the claim is built from (see `leaseClaim`). */
@@ -26,7 +26,7 @@ export interface LimitClaimParts {
    * `AND c.lease_until >= …` on an expired lease under a limit (`c`): the window of a claim that
    * looks for expired leases (`LeaseClaimInput.expired`), or `AND false` in one that does not, so
    * that a limit's expired leases are looked for on the unlimited ones' cadence. Every look reads
-   * the limit's running tasks' index (`task_flow_held`), which keeps an entry for every task that
+   * the limit's running tasks' index (`task_flow_held_id`), which keeps an entry for every task that
    * ran under the limit while a long transaction elsewhere holds the horizon.
    */
   readonly expiredWindow: RawBuilder<unknown>;
@@ -78,8 +78,17 @@ function flowSourceCtes(p: LimitClaimParts): RawBuilder<unknown> {
           SELECT f.name, f.stripes > 0 AS striped,
                  coalesce((SELECT true FROM (${limitedReadyRanges({ t, flow: sql`f.name`, floor: sql`ff.floor`, where: sql``, columns: sql`1`, limit: sql`1`, lock: false })}
                            ) AS r LIMIT 1), false) AS ready,
-                 coalesce((SELECT true FROM ${t} AS c WHERE c.flow = f.name AND c.status = 'processing'
-                           AND c.lease_until < now() ${p.expiredWindow} AND c.attempts < c.max_attempts ORDER BY c.lease_until LIMIT 1), false) AS lapsed
+                 coalesce(CASE WHEN f.stripes > 0 THEN
+                   -- striped: each stripe's running tasks from its low (see stripeClaimCtes); read
+                   -- by the limit alone, the look walked an entry for every task that ran under it
+                   -- while a long transaction elsewhere held the horizon (60 ms at 100,000)
+                   (SELECT true FROM ${stripeTable(p.table)} AS s CROSS JOIN LATERAL (
+                      SELECT 1 FROM ${t} AS c WHERE c.flow = s.name AND c.flow_slot = s.stripe AND c.status = 'processing'
+                        AND c.id >= CASE WHEN s.low_at = s.claims THEN s.low ELSE 0 END
+                        AND c.lease_until < now() ${p.expiredWindow} AND c.attempts < c.max_attempts LIMIT 1
+                    ) AS x WHERE s.name = f.name LIMIT 1)
+                 ELSE (SELECT true FROM ${t} AS c WHERE c.flow = f.name AND c.status = 'processing'
+                       AND c.lease_until < now() ${p.expiredWindow} AND c.attempts < c.max_attempts ORDER BY c.lease_until LIMIT 1) END, false) AS lapsed
           FROM ${lt} AS f JOIN flow_floor AS ff ON ff.name = f.name
           WHERE f.name = ANY(${flows}::text[])
           -- (each probe once: flattened, the filter below would run them again)

@@ -22,7 +22,8 @@ export interface StripeClaimParts extends Omit<LimitClaimParts, 'flows'> {
  * the slot their claim counted them in.
  *
  * Per served striped limit with rows waiting, it counts each stripe's processing rows
- * (`task_flow_held`), then locks the stripe with the most room that no other claim holds
+ * (`task_flow_held_id`, from the stripe's `low`: core migration 21), then locks the stripe with
+ * the most room that no other claim holds
  * (`FOR UPDATE SKIP LOCKED`): two claims of one limit run side by side. A stripe written since
  * this statement's snapshot (the version locked is not the version read) was written by a claim
  * this count cannot see the rows of: one write behind, the count adds the rows that write took
@@ -35,11 +36,16 @@ export function stripeClaimCtes(p: StripeClaimParts): RawBuilder<unknown> {
   return sql`
       , stripe_seen AS (
         -- every stripe of the served striped limits with rows waiting, as this snapshot has it
-        SELECT s.name, s.stripe, s.xmin AS seen_xmin,
-               (SELECT count(*) FROM ${t} AS r
-                WHERE r.flow = s.name AND r.status = 'processing' AND r.flow_slot = s.stripe) AS held,
-               s.capacity
+        -- (counted from the stripe's low while its low_at is current: task_flow_held_id keeps an
+        -- entry for every task that ran in it until vacuum can remove it; seen_low, the least id
+        -- counted, is the stripe's next low)
+        SELECT s.name, s.stripe, s.xmin AS seen_xmin, h.held, h.seen_low, s.capacity
         FROM ${st} AS s
+        CROSS JOIN LATERAL (
+          SELECT count(*) AS held, min(r.id) AS seen_low FROM ${t} AS r
+          WHERE r.flow = s.name AND r.status = 'processing' AND r.flow_slot = s.stripe
+            AND r.id >= CASE WHEN s.low_at = s.claims THEN s.low ELSE 0 END
+        ) AS h
         WHERE s.name IN (SELECT name FROM flow_active WHERE striped AND ready)${
           p.afterLocks
             ? sql`
@@ -50,10 +56,11 @@ export function stripeClaimCtes(p: StripeClaimParts): RawBuilder<unknown> {
       ), stripe_locked AS (
         -- the stripes with the most room that no other claim holds, up to STRIPES_PER_CLAIM
         -- (held: the version read, or the one after it, whose claim's rows this count misses)
-        SELECT s.name, s.stripe, s.xmin AS locked_xmin, s.capacity - x.held AS room, x.held IS NOT NULL AS fresh
+        SELECT s.name, s.stripe, s.xmin AS locked_xmin, s.capacity - x.held AS room, x.held IS NOT NULL AS fresh,
+               s.xmin = s.seen_xmin AS whole, s.seen_low
         FROM (SELECT DISTINCT name FROM stripe_seen) AS a
         CROSS JOIN LATERAL (
-          SELECT s.name, s.stripe, s.capacity, s.xmin, s.prior, s.taken, v.held AS seen_held, v.seen_xmin FROM ${st} AS s
+          SELECT s.name, s.stripe, s.capacity, s.xmin, s.prior, s.taken, v.held AS seen_held, v.seen_xmin, v.seen_low FROM ${st} AS s
           JOIN stripe_seen AS v ON v.name = s.name AND v.stripe = s.stripe
           WHERE s.name = a.name
           ORDER BY v.capacity - v.held DESC, s.stripe
@@ -65,9 +72,9 @@ export function stripeClaimCtes(p: StripeClaimParts): RawBuilder<unknown> {
         ) AS x
       ), stripe_room AS (
         -- each locked stripe's room, and where its share starts among the limit's rows (from)
-        SELECT r.name, r.stripe, r.locked_xmin, r.fresh, r.n, coalesce(sum(r.n) OVER (PARTITION BY r.name ORDER BY r.stripe
-                                                          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS from_pos
-        FROM (SELECT l.name, l.stripe, l.locked_xmin, l.fresh, CASE WHEN l.fresh THEN greatest(l.room, 0) ELSE 0 END AS n
+        SELECT r.name, r.stripe, r.locked_xmin, r.fresh, r.whole, r.seen_low, r.n,
+               coalesce(sum(r.n) OVER (PARTITION BY r.name ORDER BY r.stripe ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS from_pos
+        FROM (SELECT l.name, l.stripe, l.locked_xmin, l.fresh, l.whole, l.seen_low, CASE WHEN l.fresh THEN greatest(l.room, 0) ELSE 0 END AS n
               FROM stripe_locked AS l) AS r
       ), stripe_limit_room AS (
         SELECT name, least(${flowBatch}::int, sum(n))::int AS n FROM stripe_room GROUP BY name
@@ -119,9 +126,15 @@ export function stripeWriteCtes(p: Pick<StripeClaimParts, 'table' | 'flowBatch'>
   const st = stripeTable(p.table);
   return sql`
       , stripe_written AS (
-        UPDATE ${st} AS s SET claims = s.claims + 1, taken = w.taken, prior = r.locked_xmin
+        -- low: the least id this claim took, and, when its count saw every row of the stripe
+        -- (whole), the least id it counted; else the stripe's low, when current (the version
+        -- locked follows a claim of this version). A stripe whose low is not current stays so:
+        -- the next whole count sets it.
+        UPDATE ${st} AS s SET claims = s.claims + 1, taken = w.taken, prior = r.locked_xmin,
+          low = CASE WHEN r.whole THEN least(r.seen_low, w.low) WHEN s.low_at = s.claims THEN least(s.low, w.low) ELSE 0 END,
+          low_at = CASE WHEN r.whole OR s.low_at = s.claims THEN s.claims + 1 ELSE s.low_at END
         FROM stripe_room AS r
-        CROSS JOIN LATERAL (SELECT count(*) AS taken FROM claimed AS c JOIN stripe_rows AS x ON x.id = c.id
+        CROSS JOIN LATERAL (SELECT count(*) AS taken, min(c.id) AS low FROM claimed AS c JOIN stripe_rows AS x ON x.id = c.id
                             WHERE x.flow = r.name AND x.stripe = r.stripe) AS w
         WHERE s.name = r.name AND s.stripe = r.stripe AND w.taken > 0
         RETURNING 1

@@ -65,11 +65,13 @@ export async function limitList(executor: Executor, schema = 'leasehold'): Promi
       ) AS listed
       CROSS JOIN LATERAL (
         -- a striped limit's slots are held by its processing rows, each stripe's read as the claim
-        -- counts them (task_flow_held); OFFSET 0 keeps the lease's test out of that scan
+        -- counts them (task_flow_held_id, from the stripe's low while it is current: migration
+        -- 21); OFFSET 0 keeps the lease's test out of that scan
         SELECT count(*) AS running, count(DISTINCT r.flow_key) AS running_keys
         FROM ${st} AS s CROSS JOIN LATERAL (
           SELECT r.lease_until, r.flow_key FROM ${t} AS r
-          WHERE r.flow = s.name AND r.flow_slot = s.stripe AND r.status = 'processing' OFFSET 0
+          WHERE r.flow = s.name AND r.flow_slot = s.stripe AND r.status = 'processing'
+            AND r.id >= CASE WHEN s.low_at = s.claims THEN s.low ELSE 0 END OFFSET 0
         ) AS r
         WHERE l.stripes > 0 AND s.name = l.name AND r.lease_until >= now()
       ) AS striped

@@ -94,7 +94,9 @@ function reconcileStatement(parts: Parts, names: readonly string[]): RawBuilder<
              CASE WHEN NOT c.crowded THEN (c.concurrency + c.k - 1 - g.stripe) / c.k WHEN g.stripe = 0 THEN c.concurrency ELSE 0 END
       FROM change AS c CROSS JOIN generate_series(0, ${STRIPES - 1}) AS g(stripe)
       WHERE c.k > 0
-      ON CONFLICT (name, stripe) DO UPDATE SET capacity = EXCLUDED.capacity, claims = s.claims + 1, taken = 0, prior = NULL
+      -- (the rows were given stripes anew: each stripe is counted from id 0 again)
+      ON CONFLICT (name, stripe) DO UPDATE SET capacity = EXCLUDED.capacity, claims = s.claims + 1, taken = 0, prior = NULL,
+                                               low = 0, low_at = s.claims + 1
       RETURNING 1
     ), limits_set AS (
       -- into stripes, the list is emptied; out of them, every processing row is listed
