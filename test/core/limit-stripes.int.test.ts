@@ -256,6 +256,7 @@ describe.each(MODES)('with $mode', (m) => {
         held.release();
       }
     });
+
     it('a row that keeps running while later rows come and go is still counted, however far the stripe’s low has moved', async () => {
       // a stripe is counted from its low (migration 21): the least id of its running rows, as the
       // last claim that saw them all found it. The two oldest rows of each stripe keep running

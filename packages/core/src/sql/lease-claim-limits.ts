@@ -27,7 +27,8 @@ export interface LimitClaimParts {
    * looks for expired leases (`LeaseClaimInput.expired`), or `AND false` in one that does not, so
    * that a limit's expired leases are looked for on the unlimited ones' cadence. Every look reads
    * the limit's running tasks' index (`task_flow_held_id`), which keeps an entry for every task that
-   * ran under the limit while a long transaction elsewhere holds the horizon.
+   * ran under the limit while a long transaction elsewhere holds the horizon (a striped limit's
+   * look for whether one waits reads each stripe from its `low` only).
    */
   readonly expiredWindow: RawBuilder<unknown>;
 }
