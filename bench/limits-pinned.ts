@@ -6,7 +6,8 @@
 // server counts them (pg_stat_user_indexes). A measurement, not a test: it asserts nothing.
 //   DATABASE_URL=postgres://… npx tsx --conditions=@leasehold/source bench/limits-pinned.ts
 //   (LIMITS_PINNED_TASKS, default 20,000; LIMITS_PINNED_KINDS, default none,striped,listed;
-//   LIMITS_PINNED_HELD: both (default), no or yes)
+//   LIMITS_PINNED_HELD: both (default), no or yes; LIMITS_PINNED_PRIORITY: the tasks' priority,
+//   default 0)
 // Works in a schema of its own (limits_pinned_<pid>) in that database, dropped at the end.
 import pg from 'pg';
 import { createWorker, defineLimit, defineTask, enqueueMany, migrate } from '@leasehold/core';
@@ -16,6 +17,7 @@ const TASKS = Number(process.env.LIMITS_PINNED_TASKS ?? 20_000);
 const KINDS = (process.env.LIMITS_PINNED_KINDS ?? 'none,striped,listed').split(',') as Kind[];
 const HELD = { both: [false, true], no: [false], yes: [true] }[process.env.LIMITS_PINNED_HELD ?? 'both'];
 if (HELD === undefined) throw new Error('LIMITS_PINNED_HELD must be both, no or yes');
+const PRIORITY = Number(process.env.LIMITS_PINNED_PRIORITY ?? 0);
 const SCHEMA = `limits_pinned_${process.pid}`;
 const INDEXES = ['task_pkey', 'task_claim', 'task_flow_ready', 'task_flow_held_id', 'task_leased'];
 
@@ -41,7 +43,7 @@ async function drain(kind: Kind, pinned: boolean): Promise<string> {
   const task = defineTask<{ i: number }>('pinned', { ...(limit ? { limit } : {}), handler: () => void handled++ });
   for (let done = 0; done < TASKS; done += 5_000) {
     const n = Math.min(5_000, TASKS - done);
-    await enqueueMany(admin, task, Array.from({ length: n }, (_, i) => ({ payload: { i: done + i } })), { schema: SCHEMA });
+    await enqueueMany(admin, task, Array.from({ length: n }, (_, i) => ({ payload: { i: done + i }, priority: PRIORITY })), { schema: SCHEMA });
   }
   await admin.query(`VACUUM ANALYZE ${SCHEMA}.task`);
   const holder = pinned ? new pg.Client({ connectionString: url }) : undefined;
