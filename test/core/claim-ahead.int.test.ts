@@ -38,12 +38,17 @@ describe('rows taken ahead of their time', () => {
       w.on('task:claimed', ({ task }) => void (takenAhead(task) && ahead++));
       await w.start();
     }
-    const now = Date.now();
-    const handles = await enqueueMany(t.pool, later, Array.from({ length: 300 }, (_, n) => ({ payload: { n }, runAt: new Date(now + 300 + n * 2) })));
-    await Promise.all(handles.map((h) => waitForResult(t.pool, h, { timeout: DEADLINE_MS })));
-    expect(started).toHaveLength(300);
-    expect(started.filter((s) => !s.due)).toEqual([]);
-    expect(ahead).toBeGreaterThan(0);
+    // Whether a claim comes early enough to take a row ahead depends on how busy the machine is
+    // (CI caught a round with none while benchmarks ran beside it): up to four rounds, until one
+    // takes some. None may ever start before its time, in any round.
+    for (let round = 1; round <= 4 && ahead === 0; round++) {
+      const now = Date.now();
+      const handles = await enqueueMany(t.pool, later, Array.from({ length: 300 }, (_, n) => ({ payload: { n }, runAt: new Date(now + 300 + n * 2) })));
+      await Promise.all(handles.map((h) => waitForResult(t.pool, h, { timeout: DEADLINE_MS })));
+      expect(started).toHaveLength(300 * round);
+      expect(started.filter((s) => !s.due)).toEqual([]);
+    }
+    expect(ahead, 'rows taken ahead in four rounds of 300').toBeGreaterThan(0);
     for (const w of workers) await w.stop();
   });
 
