@@ -4,35 +4,42 @@ import { executeCached, type Executor } from './execute.js';
 import { versionFilter, type ClaimVersions } from './claim-versions.js';
 import { tableRef } from './table-ref.js';
 
-/** Which rows a worker claims: the filters of its claims (see `LeaseClaimInput`). */
+/** Which rows a worker claims: the filters of its claims (see `LeaseClaimInput`), and the priorities with a floor. */
 export interface ReadyFloorProbeInput {
   readonly names?: readonly string[] | undefined;
   readonly versions?: ClaimVersions | undefined;
+  readonly priorities: readonly number[];
 }
 
 /**
- * The lowest id of a pending row of priority 0 in the claim index that the worker's claims could
- * take, locked or not, or null when there is none: what `ReadyFloor` checks its floor against.
- * Read-only and without locks; it walks the index from its start, the cost a claim saves by
- * starting at the floor, but only once per probe interval and beside the claims.
+ * Per priority of `priorities`, the lowest id of a pending row of that priority in the claim
+ * index that the worker's claims could take, locked or not (a priority with none is left out):
+ * what each of the worker's `PriorityFloors` checks its floor against. Read-only and without
+ * locks; it walks each priority's range from its start, the cost a claim saves by starting at
+ * the floor, but only once per probe interval and beside the claims.
  */
-export async function readyFloorProbe(executor: Executor, table: LeasedTable<unknown>, input: ReadyFloorProbeInput): Promise<string | null> {
+export async function readyFloorProbe(executor: Executor, table: LeasedTable<unknown>, input: ReadyFloorProbeInput): Promise<Map<number, string>> {
   const versions = input.versions;
   const key = `readyFloorProbe:${table.schema}.${table.table}:${input.names === undefined ? '' : 'names'}:${versions === undefined ? '' : versions.firstOnly ? 'v1' : 'vkeys'}`;
   const values = {
     names: input.names === undefined ? [] : [...input.names],
     versionKeys: versions === undefined || versions.firstOnly ? [] : versions.keys,
+    priorities: [...input.priorities],
   };
   const limited = table.limitTable === undefined ? sql`` : sql`AND c.flow IS NULL`;
   const build = (v: typeof values) => {
     const names = input.names === undefined ? sql`` : sql`AND ${sql.ref(`c.${table.nameColumn}`)} = ANY(${v.names}::text[])`;
-    return sql<{ id: string }>`
-      SELECT c.id FROM ${tableRef(table)} AS c
-      WHERE c.status = 'pending' AND NOT c.blocked AND NOT c.scheduled ${limited}
-        AND c.priority = 0 ${names} ${versionFilter(versions, v.versionKeys, table.nameColumn)}
-      ORDER BY c.priority DESC, c.id
-      LIMIT 1`;
+    return sql<{ priority: number; id: string | null }>`
+      SELECT p.priority, (
+        SELECT c.id FROM ${tableRef(table)} AS c
+        WHERE c.status = 'pending' AND NOT c.blocked AND NOT c.scheduled ${limited}
+          AND c.priority = p.priority ${names} ${versionFilter(versions, v.versionKeys, table.nameColumn)}
+        ORDER BY c.priority DESC, c.id
+        LIMIT 1) AS id
+      FROM unnest(${v.priorities}::int[]) AS p(priority)`;
   };
   const rows = await executeCached(executor, key, build, values);
-  return rows.length === 0 ? null : String(rows[0]!.id);
+  const first = new Map<number, string>();
+  for (const row of rows) if (row.id !== null) first.set(Number(row.priority), String(row.id));
+  return first;
 }

@@ -11,8 +11,7 @@ import type { NormalizedLeaseWorkerOptions } from './lease-worker-options.js';
 import type { TaskRunner } from './task-runner.js';
 import type { TrackedPool } from './tracked-pool.js';
 import type { WakeGuard } from './wake-guard.js';
-import { ReadyFloor } from './ready-floor.js';
-import { LimitFloors } from './limit-floors.js';
+import { LimitFloors, PriorityFloors } from './limit-floors.js';
 import { CLAIM_AHEAD_MS, type TimedWake } from './timed-wake.js';
 import type { Wakeup } from './wakeup.js';
 import type { WorkerLog } from './worker-log.js';
@@ -76,7 +75,7 @@ const EXPIRED_FULL_EVERY_MS = 60_000;
 
 /**
  * How long an INSERT may take to commit after taking its id, in ms, and still never be passed by
- * the ready floor (see {@link ReadyFloor}); later ones wait for the floor's probe.
+ * the ready floors (see `ReadyFloor`); later ones wait for the floors' probe.
  */
 const READY_FLOOR_WINDOW_MS = 1_000;
 
@@ -116,7 +115,7 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>): Promise<void>
   let expiredFullAt = -Infinity;
   const expiredEveryMs = Math.min(EXPIRED_EVERY_MS, o.pollIntervalMs / 4);
   // the probe's bound is the poll interval's: what only a poll would have found before
-  const floor = new ReadyFloor(READY_FLOOR_WINDOW_MS, o.pollIntervalMs);
+  const floor = new PriorityFloors(READY_FLOOR_WINDOW_MS, o.pollIntervalMs);
   // the same for the ready rows of each limit served (its own index, task_flow_ready)
   const limitFloors = new LimitFloors(READY_FLOOR_WINDOW_MS, o.pollIntervalMs);
   let settledSeen = runner.settled;
@@ -140,10 +139,10 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>): Promise<void>
   const probe = () => {
     probing = true;
     const sent = performance.now();
-    readyFloorProbe(parts.db, o.table, { names: o.names, versions: o.versions })
+    readyFloorProbe(parts.db, o.table, { names: o.names, versions: o.versions, priorities: floor.keys() })
       .then((first) => {
-        if (first === null) return;
-        const below = BigInt(first) < BigInt(floor.floor());
+        let below = false;
+        for (const [priority, id] of first) if (floor.below(priority, id)) below = true;
         floor.saw(sent, performance.now(), first);
         // a row the floor had passed: claim it now rather than at the next poll
         if (below) wakeup.wake();
@@ -219,7 +218,7 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>): Promise<void>
     // probe is due, instead of probing beside them: an idle worker sends no more statements
     // than one without a floor. A busy one probes beside its claims (below), off their path.
     const floorless = !readyOnly && idle && floor.probeDue();
-    const readyFloor = floorless ? '0' : floor.floor();
+    const readyFloors = floorless ? undefined : floor.entries();
     const limited = flows !== undefined && flows.length > 0;
     const flowFloors = !limited ? undefined : idle && limitFloors.probeDue() ? undefined : limitFloors.floors(flows);
     const claim = (executor: Executor): Promise<LeaseClaimResult<Row>> =>
@@ -234,7 +233,7 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>): Promise<void>
         flowBatch,
         stripedOnly,
         readyOnly,
-        readyFloor,
+        readyFloors,
         flowFloors,
         expired,
         expiredWithinMs,

@@ -1,5 +1,6 @@
 /**
- * Where a worker's claims of priority-0 rows start in the claim index (`LeaseClaimInput.readyFloor`).
+ * Where a worker's claims of one priority's rows start in the claim index
+ * (`LeaseClaimInput.readyFloors`; the worker keeps one per priority its claims take, `PriorityFloors`).
  *
  * A claim moves its rows out of the claim index's predicate, so each leaves an index entry
  * behind that only vacuum removes, and vacuum cannot while any transaction in the database is
@@ -26,7 +27,7 @@ export class ReadyFloor {
   readonly #probeEveryMs: number;
   /**
    * What claims saw, in the order they returned: when each was sent and returned (its snapshot
-   * lies between), and its lowest candidate of priority 0. Starts with the index's beginning,
+   * lies between), and its lowest candidate of this priority. Starts with the index's beginning,
    * as if seen before anything: rows whose INSERT came before the first claim are below no floor.
    */
   #seen: { sent: number; at: number; id: bigint }[] = [{ sent: -Infinity, at: -Infinity, id: 0n }];
@@ -52,7 +53,7 @@ export class ReadyFloor {
     return low === undefined ? '0' : String(low);
   }
 
-  /** A claim (or probe) sent at `sent` and returned at `at` saw `first` as its lowest candidate of priority 0. */
+  /** A claim (or probe) sent at `sent` and returned at `at` saw `first` as its lowest candidate of this priority. */
   saw(sent: number, at: number, first: string): void {
     this.#add({ sent, at, id: BigInt(first) });
   }
