@@ -62,7 +62,7 @@ export interface LeaseClaimInput {
   readonly readyFloors?: ReadonlyMap<number, string> | undefined;
   /**
    * With `flows`, per served limit in the same order: the lowest id of key '' and priority 0 the
-   * limit's ready rows are read from (see `readyFloor`, and the worker's `LimitFloors`); `'0'`
+   * limit's ready rows are read from (see `ReadyFloor`, and the worker's `LimitFloors`); `'0'`
    * (or a missing entry) for every one.
    * @defaultValue none left out
    */

@@ -141,11 +141,8 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>): Promise<void>
     const sent = performance.now();
     readyFloorProbe(parts.db, o.table, { names: o.names, versions: o.versions, priorities: floor.keys() })
       .then((first) => {
-        let below = false;
-        for (const [priority, id] of first) if (floor.below(priority, id)) below = true;
-        floor.saw(sent, performance.now(), first);
         // a row the floor had passed: claim it now rather than at the next poll
-        if (below) wakeup.wake();
+        if (floor.probed(sent, performance.now(), first)) wakeup.wake();
       })
       // a failed probe changes nothing: the next one tries again, and the claims report the outage
       .catch(() => undefined)
@@ -156,10 +153,7 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>): Promise<void>
     const sent = performance.now();
     limitFloorProbe(parts.db, o.table, { flows, names: o.names, versions: o.versions })
       .then((first) => {
-        let below = false;
-        for (const [flow, id] of first) if (limitFloors.below(flow, id)) below = true;
-        limitFloors.saw(sent, performance.now(), first);
-        if (below) wakeup.wake();
+        if (limitFloors.probed(sent, performance.now(), first)) wakeup.wake();
       })
       .catch(() => undefined)
       .finally(() => (limitProbing = false));

@@ -23,6 +23,18 @@ describe('KeyedFloors', () => {
     expect(f.keys().sort()).toEqual([1, 3]);
   });
 
+  it('a probe says whether it saw a row below a floor the claims had passed, and is taken as a sighting', () => {
+    const f = new KeyedFloors<number>(1_000, 2_000);
+    f.saw(0, 10, new Map([[0, '500']]));
+    f.saw(1_100, 1_110, new Map([[0, '520']]));
+    expect(f.probed(1_200, 1_210, new Map([[0, '500']]))).toBe(false);
+    // a row of id 450 committed late, below the floor of 500
+    expect(f.probed(1_300, 1_310, new Map([[0, '450']]))).toBe(true);
+    // a key not kept yet starts at its beginning: nothing lies below it
+    expect(f.probed(1_400, 1_410, new Map([[7, '3']]))).toBe(false);
+    expect(f.keys()).toEqual([0, 7]);
+  });
+
   it('a reset sends every key back to its beginning until claims see past it', () => {
     const f = new KeyedFloors<string>(1_000, 2_000);
     f.saw(0, 1, new Map([['a', '10'], ['b', '20']]));

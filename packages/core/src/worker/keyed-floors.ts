@@ -51,6 +51,17 @@ export class KeyedFloors<K> {
     }
   }
 
+  /**
+   * What a probe sent at `sent` and returned at `at` saw first under each key; whether any of it
+   * lay below the floor the next claim would have started at (a row the floor had passed).
+   */
+  probed(sent: number, at: number, first: ReadonlyMap<K, string>): boolean {
+    let below = false;
+    for (const [key, id] of first) if (this.below(key, id)) below = true;
+    this.saw(sent, at, first);
+    return below;
+  }
+
   /** Rows came back with any id: claims start at each key's beginning until they see past them. */
   reset(at: number): void {
     for (const floor of this.#floors.values()) floor.reset(at);
