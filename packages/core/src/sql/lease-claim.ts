@@ -98,7 +98,28 @@ export interface LeaseClaimInput {
    * @defaultValue 0: only rows due now
    */
   readonly aheadMs?: number | undefined;
+  /**
+   * Where the whole claim starts reading the scheduled rows that came due (`'due'`, index
+   * `<table>_due`) and the parked runs due to wake (`'parked'`, `<table>_waiting`), as those
+   * indexes order them: `'<due time in µs since the epoch>:<id>'` (see `LeaseClaimResult.dueFirst`,
+   * and the worker's `DueFloors`). Rows before it are left out, so the claim starts past the index
+   * entries of rows taken before, which a long transaction elsewhere keeps from being cleaned up.
+   * Only rows that are not there can be left out safely; the worker's floors say which.
+   * @defaultValue each read from its start
+   */
+  readonly dueFloors?: ReadonlyMap<DueSource, string> | undefined;
 }
+
+/** The whole claim's sources read by due time (see `LeaseClaimInput.dueFloors`). */
+export type DueSource = 'due' | 'parked';
+
+/**
+ * A `dueFloors` position whose due time is at or below this one's (some 3,000 years before the
+ * epoch) reads its source from the start: from `'-infinity'`, below every due time.
+ * @internal
+ */
+export const DUE_BEGINNING = '-100000000000000000:0';
+const DUE_BEGINNING_MICROS = Number(DUE_BEGINNING.split(':')[0]);
 
 /** A row that reap moved to `dead` because its lease ran out on its last attempt. */
 export interface ReapedRow {
@@ -173,6 +194,17 @@ export interface LeaseClaimResult<Row> {
    * arrival ends no earlier than the row's due time). Null when none.
    */
   readonly ahead: ReadonlyMap<string, number> | null;
+  /**
+   * Per source of `LeaseClaimInput.dueFloors` the whole claim read a row of, the earliest due time
+   * among its candidates (taken or not), as `'<µs since the epoch>:<id>'` (with the id, the first in
+   * the index's order): no visible, unlocked row of that source lay between its floor and this when
+   * the claim ran. For `'parked'`, of the runs
+   * due by the claim's `now()` (a sleep it took ahead of its time says nothing of the waits before
+   * it that are not sleeps), those it woke for other workers included. For `'due'`, the runs it
+   * woke count too: they are scheduled rows, due since those times, once it commits. Null when it
+   * read none.
+   */
+  readonly dueFirst: ReadonlyMap<DueSource, string> | null;
 }
 
 /**
@@ -229,6 +261,8 @@ export async function leaseClaim<Row>(
     expiredWithinMs: input.expiredWithinMs ?? 1e12,
     dueWithinMs: Math.max(0, input.dueWithinMs ?? 0),
     aheadMs: Math.max(0, input.aheadMs ?? 0),
+    ...dueFrom('due', input.dueFloors?.get('due')),
+    ...dueFrom('parked', input.dueFloors?.get('parked')),
     leaseDueWithinMs: Math.min(LEASE_DUE_WITHIN_MS, Math.max(0, input.dueWithinMs ?? 0)),
   };
   const shape = { table, limit: literal ? input.batch : undefined, names: input.names !== undefined, versions, perName, flows, flowNames: flows ? [...input.flows!] : [], stripedOnly, expired };
@@ -270,6 +304,7 @@ function claimResult<Row>(table: LeasedTable<Row>, rows: readonly Record<string,
   let leaseDueMs: number | null = null;
   let listed = false;
   let ahead: Map<string, number> | null = null;
+  let dueFirst: Map<DueSource, string> | null = null;
   const json = table.claimJson;
   for (const raw of rows) {
     if (raw.claimed === true) {
@@ -296,11 +331,16 @@ function claimResult<Row>(table: LeasedTable<Row>, rows: readonly Record<string,
         const aheadMs = raw.ahead_ms as number[];
         ahead = new Map(aheadIds.map((id, i) => [String(id), Math.max(0, Number(aheadMs[i]))]));
       }
+      if (raw.due_first != null || raw.parked_first != null) {
+        dueFirst = new Map();
+        if (raw.due_first != null) dueFirst.set('due', String(raw.due_first));
+        if (raw.parked_first != null) dueFirst.set('parked', String(raw.parked_first));
+      }
     }
   }
   // RETURNING has no order; the design article sorts by id
   claimed.sort(byId);
-  return { claimed, reaped, waitMs, promoted, readyFirst, flowFirst, nextDueMs, limitedIds, expiredLeft, leaseDueMs, listed, ahead };
+  return { claimed, reaped, waitMs, promoted, readyFirst, flowFirst, nextDueMs, limitedIds, expiredLeft, leaseDueMs, listed, ahead, dueFirst };
 }
 
 function byId(a: { readonly id: string }, b: { readonly id: string }): number {
@@ -354,6 +394,11 @@ interface ClaimValues {
   readonly expiredWithinMs: number;
   readonly dueWithinMs: number;
   readonly aheadMs: number;
+  /** The `due` and `parked` sources' floors (see `LeaseClaimInput.dueFloors`): due time in µs since the epoch, and id. */
+  readonly dueFromMicros: string;
+  readonly dueFromId: string;
+  readonly parkedFromMicros: string;
+  readonly parkedFromId: string;
   readonly leaseDueWithinMs: number;
 }
 
@@ -468,6 +513,7 @@ function claimStatement(shape: ClaimShape, v: ClaimValues): RawBuilder<Record<st
     ? sql`, parked AS (
         SELECT c.id, c.priority, c.available_at FROM ${t} AS c
         WHERE c.status = 'waiting' AND c.scheduled AND c.available_at <= now() + ${v.aheadMs}::float8 * interval '1 millisecond'
+          AND (c.available_at, c.id) >= (${dueFloor(v.parkedFromMicros)}, ${v.parkedFromId}::bigint)
           AND (c.available_at <= now() OR c.wait_for = 'sleep') ${unlimited} ${nameFilter}
         ORDER BY c.available_at, c.id
         LIMIT ${limit}
@@ -482,9 +528,10 @@ function claimStatement(shape: ClaimShape, v: ClaimValues): RawBuilder<Record<st
         UPDATE ${t} AS w SET status = 'pending', scheduled = true, wait_for = NULL
         WHERE w.id = ANY(ARRAY(
           SELECT c.id FROM ${t} AS c WHERE c.status = 'waiting' AND c.scheduled AND c.available_at <= now()
+            AND (c.available_at, c.id) >= (${dueFloor(v.parkedFromMicros)}, ${v.parkedFromId}::bigint)
             AND NOT c.id = ANY(ARRAY(SELECT id FROM picked))
           ORDER BY c.available_at, c.id LIMIT ${limit} FOR UPDATE SKIP LOCKED))
-        RETURNING 1
+        RETURNING w.available_at, w.id
       )`
     : sql``;
   const nextDue = sql`${nextDueCte(shape, v, t, nameFilter, unlimited)}, ${leaseDueCte(shape, v, t, nameFilter, unlimited)}`;
@@ -506,6 +553,7 @@ function claimStatement(shape: ClaimShape, v: ClaimValues): RawBuilder<Record<st
         SELECT c.id, c.priority, c.available_at FROM ${t} AS c
         WHERE c.status = 'pending' AND c.scheduled AND NOT c.blocked ${unlimited}
           AND c.available_at <= now() + ${v.aheadMs}::float8 * interval '1 millisecond' ${nameFilter}
+          AND (c.available_at, c.id) >= (${dueFloor(v.dueFromMicros)}, ${v.dueFromId}::bigint)
         ORDER BY c.available_at, c.id
         LIMIT ${limit}
         FOR UPDATE SKIP LOCKED
@@ -522,7 +570,7 @@ function claimStatement(shape: ClaimShape, v: ClaimValues): RawBuilder<Record<st
         ORDER BY priority DESC, id
         LIMIT ${limit}
       ), ${claimed(sql`picked`, resumable, shape.flows ? STRIPE_SET : sql``)}${woken}, ${aheadCte(table.waits === true)}, ${nextDue}${written}
-      ${table.claimJson === undefined ? rowsWholeSelect(table, shape.flows, limit) : jsonWholeSelect(shape.flows, limit)}
+      ${table.claimJson === undefined ? rowsWholeSelect(table, shape.flows, limit) : jsonWholeSelect(table, shape.flows, limit)}
     `;
 }
 
@@ -606,14 +654,14 @@ function rowsWholeSelect(table: LeasedTable<unknown>, flows: boolean, limit: Raw
       SELECT true AS claimed, claimed.*, NULL::float8 AS wait_ms, NULL::bigint AS promoted, ${READY_FIRST} AS ready_first,
              NULL::float8 AS next_due_ms, NULL::text[] AS limited_ids, NULL::boolean AS expired_left, NULL::float8 AS lease_due_ms,
              NULL::boolean AS listed, NULL::text[] AS ahead_ids, NULL::float8[] AS ahead_ms,
-             NULL::text[] AS flow_first_names, NULL::text[] AS flow_first_ids FROM claimed
+             NULL::text[] AS flow_first_names, NULL::text[] AS flow_first_ids, NULL::text AS due_first, NULL::text AS parked_first FROM claimed
       UNION ALL
-      SELECT false AS claimed, reaped.id, reaped.lease_version, ${nullColumns(table, false, flows)}, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM reaped
+      SELECT false AS claimed, reaped.id, reaped.lease_version, ${nullColumns(table, false, flows)}, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM reaped
       UNION ALL
       SELECT NULL AS claimed, ${nullColumns(table, true, flows)},
              ${flows ? sql`(SELECT ms FROM flow_wait)` : sql`NULL`}, ${flows ? sql`(SELECT count(*) FROM flow_promoted)` : sql`NULL`}, NULL,
              (SELECT ms FROM next_due), ${flows ? LIMITED_IDS : sql`NULL`}, ${expiredLeft(limit)}, (SELECT ms FROM lease_due), ${flows ? LISTED : sql`NULL`},
-             ${AHEAD_COLUMNS}, ${flows ? FLOW_FIRST_COLUMNS : sql`NULL, NULL`}`;
+             ${AHEAD_COLUMNS}, ${flows ? FLOW_FIRST_COLUMNS : sql`NULL, NULL`}, ${dueFirstColumns(table.waits === true)}`;
 }
 
 /** What a JSON claim's `claimed` CTE returns: what the limits' bookkeeping reads, and the row as JSON (`j`). */
@@ -683,6 +731,41 @@ function readyFirsts(text: string): Map<number, string> {
   return firsts;
 }
 
+/**
+ * The floor of a source read by due time (see `LeaseClaimInput.dueFloors`) as a timestamptz: from
+ * the start (`'-infinity'`) for {@link DUE_BEGINNING} and below, else the epoch plus its microseconds.
+ */
+function dueFloor(micros: string): RawBuilder<unknown> {
+  return sql`(CASE WHEN ${micros}::bigint <= ${sql.lit(DUE_BEGINNING_MICROS)}::bigint THEN '-infinity'::timestamptz
+                   ELSE 'epoch'::timestamptz + ${micros}::bigint * interval '1 microsecond' END)`;
+}
+
+/** A `dueFloors` position (or none) as the claim's values: its due time's µs and its id. */
+function dueFrom<S extends DueSource>(source: S, position: string | undefined): Record<`${S}FromMicros` | `${S}FromId`, string> {
+  const [micros = '', id = ''] = (position ?? DUE_BEGINNING).split(':');
+  if (!/^-?\d+$/.test(micros) || !/^\d+$/.test(id)) throw new TypeError(`dueFloors.${source} must be '<µs>:<id>', got ${JSON.stringify(position)}`);
+  return { [`${source}FromMicros`]: micros, [`${source}FromId`]: id } as Record<`${S}FromMicros` | `${S}FromId`, string>;
+}
+
+/**
+ * What `LeaseClaimResult.dueFirst` reports: `due_first` (the `due` source's earliest candidate, or
+ * run it woke) and `parked_first` (the earliest parked run due by now() that it took or woke).
+ */
+function dueFirstColumns(waits: boolean): RawBuilder<unknown> {
+  const first = (rows: RawBuilder<unknown>) =>
+    sql`(SELECT ${duePosition('x')} FROM (${rows}) AS x ORDER BY x.available_at, x.id LIMIT 1)`;
+  if (!waits) return sql`${first(sql`SELECT d.available_at, d.id FROM due AS d`)}, NULL`;
+  // the runs it woke are among the scheduled rows once it commits, with the times they came due
+  return sql`${first(sql`SELECT d.available_at, d.id FROM due AS d UNION ALL SELECT w.available_at, w.id FROM woken AS w`)},
+             ${first(sql`SELECT p.available_at, p.id FROM parked AS p WHERE p.available_at <= now()
+                         UNION ALL SELECT w.available_at, w.id FROM woken AS w`)}`;
+}
+
+/** Row `alias`'s position by due time, as `LeaseClaimInput.dueFloors` takes it (`'<µs since the epoch>:<id>'`). */
+export function duePosition(alias: string): RawBuilder<string> {
+  return sql<string>`(extract(epoch FROM ${sql.ref(`${alias}.available_at`)}) * 1000000)::bigint || ':' || ${sql.ref(`${alias}.id`)}`;
+}
+
 const PRIORITY_MAX = 2_147_483_647;
 const PRIORITY_MIN = -2_147_483_648;
 
@@ -730,20 +813,21 @@ export const READY_FLOORS_MAX = 8;
 const READY_RANGES = 2 * READY_FLOORS_MAX + 1;
 
 // the JSON chunks, then the reaped rows (`id`, `lease_version`) and the claim's own row (see rowsWholeSelect)
-function jsonWholeSelect(flows: boolean, limit: RawBuilder<unknown>): RawBuilder<unknown> {
+function jsonWholeSelect(table: LeasedTable<unknown>, flows: boolean, limit: RawBuilder<unknown>): RawBuilder<unknown> {
   const chunks = jsonChunks();
   return sql`
       SELECT true AS claimed, ${chunks.text} AS rows, NULL::bigint AS id, NULL::bigint AS lease_version,
              NULL::float8 AS wait_ms, NULL::bigint AS promoted, ${READY_FIRST} AS ready_first, NULL::float8 AS next_due_ms,
              NULL::text[] AS limited_ids, NULL::boolean AS expired_left, NULL::float8 AS lease_due_ms, NULL::boolean AS listed,
-             NULL::text[] AS ahead_ids, NULL::float8[] AS ahead_ms, NULL::text[] AS flow_first_names, NULL::text[] AS flow_first_ids
+             NULL::text[] AS ahead_ids, NULL::float8[] AS ahead_ms, NULL::text[] AS flow_first_names, NULL::text[] AS flow_first_ids,
+             NULL::text AS due_first, NULL::text AS parked_first
       FROM claimed GROUP BY ${chunks.groupBy}
       UNION ALL
-      SELECT false, NULL, reaped.id, reaped.lease_version, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM reaped
+      SELECT false, NULL, reaped.id, reaped.lease_version, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM reaped
       UNION ALL
       SELECT NULL, NULL, NULL, NULL, ${flows ? sql`(SELECT ms FROM flow_wait), (SELECT count(*) FROM flow_promoted)` : sql`NULL, NULL`}, NULL,
              (SELECT ms FROM next_due), ${flows ? LIMITED_IDS : sql`NULL`}, ${expiredLeft(limit)}, (SELECT ms FROM lease_due), ${flows ? LISTED : sql`NULL`},
-             ${AHEAD_COLUMNS}, ${flows ? FLOW_FIRST_COLUMNS : sql`NULL, NULL`}`;
+             ${AHEAD_COLUMNS}, ${flows ? FLOW_FIRST_COLUMNS : sql`NULL, NULL`}, ${dueFirstColumns(table.waits === true)}`;
 }
 
 /**
@@ -864,6 +948,8 @@ export function handoffParts(table: LeasedTable<unknown>, h: HeadHandoff): Hando
     aheadMs: 0,
     ...readyRanges(undefined),
     flowFloors: [],
+    ...dueFrom('due', undefined),
+    ...dueFrom('parked', undefined),
     expiredWithinMs: 0,
     dueWithinMs: 0,
     leaseDueWithinMs: 0,

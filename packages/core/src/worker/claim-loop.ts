@@ -4,6 +4,7 @@ import type { Executor } from '../sql/execute.js';
 import { leaseClaim, type LeaseClaimResult } from '../sql/lease-claim.js';
 import { readyFloorProbe } from '../sql/ready-floor-probe.js';
 import { limitFloorProbe } from '../sql/limit-floor-probe.js';
+import { dueFloorProbe } from '../sql/due-floor-probe.js';
 import type { Claimed } from '../sql/lease-row.js';
 import type { ClaimSizing } from './claim-sizing.js';
 import { safeEmit, type WorkerEventMap } from './events.js';
@@ -12,6 +13,7 @@ import type { TaskRunner } from './task-runner.js';
 import type { TrackedPool } from './tracked-pool.js';
 import type { WakeGuard } from './wake-guard.js';
 import { LimitFloors, PriorityFloors } from './limit-floors.js';
+import { DueFloors } from './due-floors.js';
 import { CLAIM_AHEAD_MS, type TimedWake } from './timed-wake.js';
 import type { Wakeup } from './wakeup.js';
 import type { WorkerLog } from './worker-log.js';
@@ -118,9 +120,11 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>): Promise<void>
   const floor = new PriorityFloors(READY_FLOOR_WINDOW_MS, o.pollIntervalMs);
   // the same for the ready rows of each limit served (its own index, task_flow_ready)
   const limitFloors = new LimitFloors(READY_FLOOR_WINDOW_MS, o.pollIntervalMs);
+  const dueFloors = new DueFloors(o.pollIntervalMs);
   let settledSeen = runner.settled;
   let probing = false;
   let limitProbing = false;
+  let dueProbing = false;
   // the previous whole claim woke parked runs: the next claim takes them (as due rows)
   let wholeNext = false;
   // the previous look for expired leases found a full batch: the next claim looks again, so a
@@ -157,6 +161,20 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>): Promise<void>
       })
       .catch(() => undefined)
       .finally(() => (limitProbing = false));
+  };
+  const probeDueFloors = () => {
+    dueProbing = true;
+    const sent = performance.now();
+    dueFloorProbe(parts.db, o.table, { names: o.names, versions: o.versions })
+      .then((first) => {
+        // a row due that the claims had passed: the next claim (a whole one) takes it
+        if (dueFloors.probed(sent, performance.now(), first)) {
+          wholeNext = true;
+          wakeup.wake();
+        }
+      })
+      .catch(() => undefined)
+      .finally(() => (dueProbing = false));
   };
   while (parts.running()) {
     const want = parts.sizing.want(runner);
@@ -207,6 +225,8 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>): Promise<void>
       settledSeen = runner.settled;
       floor.reset(performance.now());
       limitFloors.reset(performance.now());
+      // a group's next row may be a scheduled one, with a due time long past
+      dueFloors.reset(performance.now());
     }
     // A worker with nothing to do starts its claims at the index's beginning when the floor's
     // probe is due, instead of probing beside them: an idle worker sends no more statements
@@ -215,6 +235,7 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>): Promise<void>
     const readyFloors = floorless ? undefined : floor.entries();
     const limited = flows !== undefined && flows.length > 0;
     const flowFloors = !limited ? undefined : idle && limitFloors.probeDue() ? undefined : limitFloors.floors(flows);
+    const dueFloorsNow = readyOnly || (idle && dueFloors.probeDue()) ? undefined : dueFloors.entries();
     const claim = (executor: Executor): Promise<LeaseClaimResult<Row>> =>
       leaseClaim(executor, o.table, {
         owner: o.owner,
@@ -234,6 +255,7 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>): Promise<void>
         // what comes due before the next poll: a timer for it (what comes later, the poll finds)
         dueWithinMs: o.pollIntervalMs,
         aheadMs: CLAIM_AHEAD_MS,
+        dueFloors: dueFloorsNow,
       });
     // a claim sent while a write of a group's head is under way cannot see the group's next head
     const settlingAtClaim = runner.settling;
@@ -255,7 +277,9 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>): Promise<void>
       if (result.flowFirst !== null) limitFloors.saw(sentAt, performance.now(), result.flowFirst);
       // rows under limits that came due are back among their ready rows with their old ids
       if (result.promoted > 0) limitFloors.reset(performance.now());
+      if (result.dueFirst !== null) dueFloors.saw(sentAt, performance.now(), result.dueFirst);
       if (!probing && !idle && floor.probeDue()) probe();
+      if (!dueProbing && !idle && !readyOnly && dueFloors.probeDue()) probeDueFloors();
       if (limited && !limitProbing && !idle && limitFloors.probeDue()) probeLimits(flows);
       parts.log.reachable();
       for (const reaped of result.reaped) safeEmit(emitter, 'task:reaped', reaped);

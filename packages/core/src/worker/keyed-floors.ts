@@ -12,13 +12,15 @@ export class KeyedFloors<K> {
   readonly #windowMs: number;
   readonly #probeEveryMs: number;
   readonly #max: number;
+  readonly #beginning: bigint;
   // in the order they were last seen, the latest last
   readonly #floors = new Map<K, ReadyFloor>();
 
-  constructor(windowMs: number, probeEveryMs: number, max = Infinity) {
+  constructor(windowMs: number, probeEveryMs: number, max = Infinity, beginning = 0n) {
     this.#windowMs = windowMs;
     this.#probeEveryMs = probeEveryMs;
     this.#max = max;
+    this.#beginning = beginning;
   }
 
   /** Each key's floor for the next claim, in the order of `keys`. */
@@ -82,7 +84,7 @@ export class KeyedFloors<K> {
   #of(key: K): ReadyFloor {
     let floor = this.#floors.get(key);
     if (floor === undefined) {
-      floor = new ReadyFloor(this.#windowMs, this.#probeEveryMs);
+      floor = new ReadyFloor(this.#windowMs, this.#probeEveryMs, performance.now(), this.#beginning);
       this.#floors.set(key, floor);
     }
     return floor;

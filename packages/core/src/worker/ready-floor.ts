@@ -30,13 +30,17 @@ export class ReadyFloor {
    * lies between), and its lowest candidate of this priority. Starts with the index's beginning,
    * as if seen before anything: rows whose INSERT came before the first claim are below no floor.
    */
-  #seen: { sent: number; at: number; id: bigint }[] = [{ sent: -Infinity, at: -Infinity, id: 0n }];
+  #seen: { sent: number; at: number; id: bigint }[];
   #probedAt: number;
+  readonly #beginning: bigint;
 
-  constructor(windowMs: number, probeEveryMs: number, now = performance.now()) {
+  /** `beginning`: the key below every row's (ids start above 0; a due time's key may be below the epoch). */
+  constructor(windowMs: number, probeEveryMs: number, now = performance.now(), beginning = 0n) {
     this.#windowMs = windowMs;
     this.#probeEveryMs = probeEveryMs;
     this.#probedAt = now;
+    this.#beginning = beginning;
+    this.#seen = [{ sent: -Infinity, at: -Infinity, id: beginning }];
   }
 
   /**
@@ -50,7 +54,7 @@ export class ReadyFloor {
     this.#trim();
     let low: bigint | undefined;
     for (const s of this.#seen) if (low === undefined || s.id < low) low = s.id;
-    return low === undefined ? '0' : String(low);
+    return String(low ?? this.#beginning);
   }
 
   /** A claim (or probe) sent at `sent` and returned at `at` saw `first` as its lowest candidate of this priority. */
@@ -63,12 +67,12 @@ export class ReadyFloor {
    * at the index's beginning until they have seen past them.
    */
   reset(at: number): void {
-    this.#add({ sent: at, at, id: 0n });
+    this.#add({ sent: at, at, id: this.#beginning });
   }
 
   /** Whether a probe is due: the floor is above the index's beginning and the last is old. */
   probeDue(now = performance.now()): boolean {
-    if (now - this.#probedAt < this.#probeEveryMs || this.floor() === '0') return false;
+    if (now - this.#probedAt < this.#probeEveryMs || this.floor() === String(this.#beginning)) return false;
     this.#probedAt = now;
     return true;
   }
