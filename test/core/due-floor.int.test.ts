@@ -9,30 +9,14 @@ import { createWorker, defineTask, enqueue, enqueueMany, RetryableError, taskTab
 import { leaseClaim } from '@leasehold/core/internal';
 import { sql } from 'kysely';
 import pg from 'pg';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../fixtures.js';
 import { useWorkers } from '../workers.js';
-import { holdHorizon, indexReads } from '../horizon.js';
+import { holdHorizon, indexReads, useSessions } from '../horizon.js';
 
 const t = useTestDatabase();
-const pools: pg.Pool[] = [];
-const holders: pg.Client[] = [];
-afterEach(async () => {
-  await Promise.all(holders.splice(0).map((c) => c.end()));
-  await Promise.all(pools.splice(0).map((p) => p.end()));
-});
+const { newPool, endPool, endAfter } = useSessions(t.url);
 const track = useWorkers();
-
-function newPool(): pg.Pool {
-  const pool = new pg.Pool({ connectionString: t.url, max: 6 });
-  pools.push(pool);
-  return pool;
-}
-
-async function endPool(pool: pg.Pool): Promise<void> {
-  await pool.end();
-  pools.splice(pools.indexOf(pool), 1);
-}
 
 /** Rows of `name` by due time, as the claim's due indexes order them, with their positions. */
 async function byDueTime(name: string): Promise<{ id: string; position: string }[]> {
@@ -98,7 +82,7 @@ describe('the whole claim read from due floors', () => {
 describe('due floors in a worker', () => {
   it('with the horizon held, claims read past the entries of the retries and wakes taken before, not all of them', { timeout: 180_000 }, async () => {
     await sql`TRUNCATE leasehold.task`.execute(t.db);
-    holders.push(await holdHorizon(t.url, 'due-floor-horizon'));
+    endAfter(await holdHorizon(t.url, 'due-floor-horizon'));
     const firstTry = new Set<number>();
     const retried = defineTask<{ i: number }>('due.retried', {
       backoff: { base: 1, cap: 1 },
@@ -115,7 +99,7 @@ describe('due floors in a worker', () => {
     });
     // 1,500 retries and 1,500 wakes while the horizon is held: as many dead entries in
     // task_due and task_waiting
-    const bulk = newPool();
+    const bulk = newPool(6);
     const worker = track(createWorker({ pool: bulk, tasks: [retried, sleeper], concurrency: 16 }));
     await worker.start();
     await enqueueMany(t.pool, retried, Array.from({ length: 1_500 }, (_, i) => ({ payload: { i } })));
@@ -185,8 +169,7 @@ describe('due floors in a worker', () => {
     await expect.poll(() => holding, { timeout: 30_000 }).toBe(true);
 
     // a producer's transaction writes a task due in 50 ms, then stays open
-    const producer = new pg.Client({ connectionString: t.url });
-    holders.push(producer);
+    const producer = endAfter(new pg.Client({ connectionString: t.url }));
     await producer.connect();
     await producer.query('BEGIN');
     await enqueue(producer, job, { k: 'late' }, { runAt: new Date(Date.now() + 50) });

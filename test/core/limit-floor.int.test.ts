@@ -8,30 +8,14 @@
 import { createWorker, defineLimit, defineTask, enqueue, enqueueMany, RetryableError, type LimitDefinition } from '@leasehold/core';
 import { sql } from 'kysely';
 import pg from 'pg';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../fixtures.js';
 import { useWorkers } from '../workers.js';
-import { holdHorizon, indexReads } from '../horizon.js';
+import { holdHorizon, indexReads, useSessions } from '../horizon.js';
 
 const t = useTestDatabase();
-const pools: pg.Pool[] = [];
-const holders: pg.Client[] = [];
-afterEach(async () => {
-  await Promise.all(holders.splice(0).map((c) => c.end()));
-  await Promise.all(pools.splice(0).map((p) => p.end()));
-});
+const { newPool, endPool, endAfter } = useSessions(t.url);
 const track = useWorkers();
-
-function newPool(): pg.Pool {
-  const pool = new pg.Pool({ connectionString: t.url, max: 4 });
-  pools.push(pool);
-  return pool;
-}
-
-async function endPool(pool: pg.Pool): Promise<void> {
-  await pool.end();
-  pools.splice(pools.indexOf(pool), 1);
-}
 
 const done = async (name: string) =>
   (await sql<{ n: number }>`SELECT count(*)::int AS n FROM leasehold.task WHERE name = ${name} AND status = 'done'`.execute(t.db)).rows[0]!.n;
@@ -45,7 +29,7 @@ describe.each([
   const named = (name: string) => `${name}.${bound}`;
 
   it('with the horizon held, claims read past the entries of the limit’s rows claimed before, not all of them', { timeout: 180_000 }, async () => {
-    holders.push(await holdHorizon(t.url, 'limit-floor-horizon'));
+    endAfter(await holdHorizon(t.url, 'limit-floor-horizon'));
     const limit = limitOf('floor.bulk');
     const job = defineTask<{ i: number }>(named('floor.bulk'), { limit, handler: () => {} });
     // 3,000 rows claimed and done while the horizon is held: 3,000 dead entries in each index
@@ -106,8 +90,7 @@ describe.each([
     await worker.start();
 
     // a producer's transaction takes its task's id, then stays open
-    const producer = new pg.Client({ connectionString: t.url });
-    holders.push(producer);
+    const producer = endAfter(new pg.Client({ connectionString: t.url }));
     await producer.connect();
     await producer.query('BEGIN');
     await enqueue(producer, job, { k: 'late' });

@@ -8,24 +8,18 @@ import { createWorker, defineTask, enqueue, enqueueMany, taskTable } from '@leas
 import { leaseClaim } from '@leasehold/core/internal';
 import { sql } from 'kysely';
 import pg from 'pg';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../fixtures.js';
 import { useWorkers } from '../workers.js';
-import { holdHorizon, indexReads } from '../horizon.js';
+import { holdHorizon, indexReads, useSessions } from '../horizon.js';
 
 const t = useTestDatabase();
-const pools: pg.Pool[] = [];
-const holders: pg.Client[] = [];
-afterEach(async () => {
-  await Promise.all(holders.splice(0).map((c) => c.end()));
-  await Promise.all(pools.splice(0).map((p) => p.end()));
-});
+const { newPool, endPool, endAfter } = useSessions(t.url);
 const track = useWorkers();
 
 /** Runs tasks through a fresh worker on a pool of its own, one at a time for `ms`, and ends the pool. */
 async function runOneByOne(ms: number, name: string, priority: number): Promise<void> {
-  const pool = new pg.Pool({ connectionString: t.url, max: 4 });
-  pools.push(pool);
+  const pool = newPool();
   const started: string[] = [];
   const job = defineTask<{ i: number }>(name, { handler: () => {} });
   const worker = track(createWorker({ pool, tasks: [job], concurrency: 1 }));
@@ -37,8 +31,7 @@ async function runOneByOne(ms: number, name: string, priority: number): Promise<
     await expect.poll(() => started.includes(id), { timeout: 30_000, interval: 5 }).toBe(true);
   }
   await worker.stop();
-  await pool.end();
-  pools.splice(pools.indexOf(pool), 1);
+  await endPool(pool);
 }
 
 // (priority 5: every task of the workload at a priority other than the default, whose range of the
@@ -47,7 +40,7 @@ describe.each([0, 5])('ready floor, tasks of priority %i', (priority) => {
   it('with the horizon held, claims read past the entries of the rows claimed before, not all of them', { timeout: 180_000 }, async () => {
     // (the variants share the file's database: each starts from an empty table)
     await sql`TRUNCATE leasehold.task`.execute(t.db);
-    holders.push(await holdHorizon(t.url, 'ready-floor-horizon'));
+    endAfter(await holdHorizon(t.url, 'ready-floor-horizon'));
     const job = defineTask<{ i: number }>(`floor.bulk.${priority}`, { handler: () => {} });
     // 3,000 rows claimed and done while the horizon is held: 3,000 dead entries in task_claim
     await enqueueMany(
@@ -55,16 +48,14 @@ describe.each([0, 5])('ready floor, tasks of priority %i', (priority) => {
       job,
       Array.from({ length: 3_000 }, (_, i) => ({ payload: { i }, priority })),
     );
-    const pool = new pg.Pool({ connectionString: t.url, max: 4 });
-    pools.push(pool);
+    const pool = newPool();
     const worker = track(createWorker({ pool, tasks: [job], concurrency: 8 }));
     await worker.start();
     await expect
       .poll(async () => (await sql<{ n: number }>`SELECT count(*)::int AS n FROM leasehold.task WHERE status = 'done'`.execute(t.db)).rows[0]!.n, { timeout: 120_000 })
       .toBe(3_000);
     await worker.stop();
-    await pool.end();
-    pools.splice(pools.indexOf(pool), 1);
+    await endPool(pool);
     const dead = (await sql<{ n: number }>`SELECT count(*)::int AS n FROM leasehold.task`.execute(t.db)).rows[0]!.n;
     expect(dead).toBe(3_000);
 
@@ -92,15 +83,13 @@ describe.each([0, 5])('ready floor, tasks of priority %i', (priority) => {
   it('a task whose enqueue commits well after it took its id, while claims went past it, still starts', { timeout: 120_000 }, async () => {
     const job = defineTask<{ k: string }>(`floor.late.${priority}`, { handler: () => {} });
     const started = new Set<string>();
-    const pool = new pg.Pool({ connectionString: t.url, max: 4 });
-    pools.push(pool);
+    const pool = newPool();
     const worker = track(createWorker({ pool, tasks: [job], concurrency: 2, pollInterval: '500ms' }));
     worker.on('task:succeeded', ({ task }) => started.add((task.payload as { k: string }).k));
     await worker.start();
 
     // a producer's transaction takes its task's id, then stays open
-    const producer = new pg.Client({ connectionString: t.url });
-    holders.push(producer);
+    const producer = endAfter(new pg.Client({ connectionString: t.url }));
     await producer.connect();
     await producer.query('BEGIN');
     await enqueue(producer, job, { k: 'late' }, { priority });
