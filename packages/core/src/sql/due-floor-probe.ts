@@ -12,12 +12,12 @@ export interface DueFloorProbeInput {
 }
 
 /**
- * The position (`'<µs since the epoch>:<id>'`, as the claim's `dueFloors`) of the earliest scheduled row due now that the
- * worker's claims could take (`'due'`), and of a parked run due now, whoever serves it (`'parked'`:
- * any claim wakes any parked run), locked or not; a source with none is left out. What the
- * worker's `DueFloors` check their floors against. Read-only and without locks; it reads each
- * index from its start, the cost a claim saves by starting at the floor, but only once per probe
- * interval and beside the claims.
+ * The position (`'<µs since the epoch>:<id>'`, as the claim's `dueFloors` take it) of the earliest
+ * scheduled row due now that the worker's claims could take (`'due'`), and of the earliest parked
+ * run due now, whoever serves it (`'parked'`: any claim wakes any parked run), locked or not; a
+ * source with none is left out. What the worker's `DueFloors` check their floors against.
+ * Read-only and without locks; it reads each index from its start, the cost a claim saves by
+ * starting at the floor, but only once per probe interval and beside the claims.
  */
 export async function dueFloorProbe(executor: Executor, table: LeasedTable<unknown>, input: DueFloorProbeInput): Promise<Map<DueSource, string>> {
   const versions = input.versions;

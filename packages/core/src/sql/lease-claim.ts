@@ -198,11 +198,10 @@ export interface LeaseClaimResult<Row> {
    * Per source of `LeaseClaimInput.dueFloors` the whole claim read a row of, the earliest due time
    * among its candidates (taken or not), as `'<µs since the epoch>:<id>'` (with the id, the first in
    * the index's order): no visible, unlocked row of that source lay between its floor and this when
-   * the claim ran. For `'parked'`, of the runs
-   * due by the claim's `now()` (a sleep it took ahead of its time says nothing of the waits before
-   * it that are not sleeps), those it woke for other workers included. For `'due'`, the runs it
-   * woke count too: they are scheduled rows, due since those times, once it commits. Null when it
-   * read none.
+   * the claim ran. For `'parked'`, of the runs due by the claim's `now()` (a sleep it took ahead of
+   * its time says nothing of the waits before it that are not sleeps), those it woke for other
+   * workers included. For `'due'`, the runs it woke count too: they are scheduled rows, due since
+   * those times, once it commits. Null when it read none.
    */
   readonly dueFirst: ReadonlyMap<DueSource, string> | null;
 }
