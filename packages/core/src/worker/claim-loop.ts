@@ -14,6 +14,7 @@ import type { TrackedPool } from './tracked-pool.js';
 import type { WakeGuard } from './wake-guard.js';
 import { LimitFloors, PriorityFloors } from './limit-floors.js';
 import { DueFloors } from './due-floors.js';
+import { ProbeSpacing } from './probe-spacing.js';
 import { CLAIM_AHEAD_MS, type TimedWake } from './timed-wake.js';
 import type { Wakeup } from './wakeup.js';
 import type { WorkerLog } from './worker-log.js';
@@ -125,6 +126,10 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>): Promise<void>
   let probing = false;
   let limitProbing = false;
   let dueProbing = false;
+  // each kind of probe reads its index from the start: spaced by its own cost (ProbeSpacing)
+  const readySpacing = new ProbeSpacing();
+  const limitSpacing = new ProbeSpacing();
+  const dueSpacing = new ProbeSpacing();
   // the previous whole claim woke parked runs: the next claim takes them (as due rows)
   let wholeNext = false;
   // the previous look for expired leases found a full batch: the next claim looks again, so a
@@ -150,7 +155,10 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>): Promise<void>
       })
       // a failed probe changes nothing: the next one tries again, and the claims report the outage
       .catch(() => undefined)
-      .finally(() => (probing = false));
+      .finally(() => {
+        probing = false;
+        readySpacing.ran(sent, performance.now());
+      });
   };
   const probeLimits = (flows: readonly string[]) => {
     limitProbing = true;
@@ -160,7 +168,10 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>): Promise<void>
         if (limitFloors.probed(sent, performance.now(), first)) wakeup.wake();
       })
       .catch(() => undefined)
-      .finally(() => (limitProbing = false));
+      .finally(() => {
+        limitProbing = false;
+        limitSpacing.ran(sent, performance.now());
+      });
   };
   const probeDueFloors = () => {
     dueProbing = true;
@@ -174,7 +185,10 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>): Promise<void>
         }
       })
       .catch(() => undefined)
-      .finally(() => (dueProbing = false));
+      .finally(() => {
+        dueProbing = false;
+        dueSpacing.ran(sent, performance.now());
+      });
   };
   while (parts.running()) {
     const want = parts.sizing.want(runner);
@@ -278,9 +292,9 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>): Promise<void>
       // rows under limits that came due are back among their ready rows with their old ids
       if (result.promoted > 0) limitFloors.reset(performance.now());
       if (result.dueFirst !== null) dueFloors.saw(sentAt, performance.now(), result.dueFirst);
-      if (!probing && !idle && floor.probeDue()) probe();
-      if (!dueProbing && !idle && !readyOnly && dueFloors.probeDue()) probeDueFloors();
-      if (limited && !limitProbing && !idle && limitFloors.probeDue()) probeLimits(flows);
+      if (!probing && !idle && readySpacing.allowed() && floor.probeDue()) probe();
+      if (!dueProbing && !idle && !readyOnly && dueSpacing.allowed() && dueFloors.probeDue()) probeDueFloors();
+      if (limited && !limitProbing && !idle && limitSpacing.allowed() && limitFloors.probeDue()) probeLimits(flows);
       parts.log.reachable();
       for (const reaped of result.reaped) safeEmit(emitter, 'task:reaped', reaped);
       claimed = result.claimed;
