@@ -245,11 +245,14 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>): Promise<void>
     // A worker with nothing to do starts its claims at the index's beginning when the floor's
     // probe is due, instead of probing beside them: an idle worker sends no more statements
     // than one without a floor. A busy one probes beside its claims (below), off their path.
-    const floorless = !readyOnly && idle && floor.probeDue();
+    // (its own probe's spacing too: from the start, this claim reads what a probe reads)
+    const floorless = !readyOnly && idle && readySpacing.allowed() && floor.probeDue();
     const readyFloors = floorless ? undefined : floor.entries();
     const limited = flows !== undefined && flows.length > 0;
-    const flowFloors = !limited ? undefined : idle && limitFloors.probeDue() ? undefined : limitFloors.floors(flows);
-    const dueFloorsNow = readyOnly || (idle && dueFloors.probeDue()) ? undefined : dueFloors.entries();
+    const limitsFromStart = limited && idle && limitSpacing.allowed() && limitFloors.probeDue();
+    const flowFloors = !limited ? undefined : limitsFromStart ? undefined : limitFloors.floors(flows);
+    const dueFromStart = !readyOnly && idle && dueSpacing.allowed() && dueFloors.probeDue();
+    const dueFloorsNow = readyOnly || dueFromStart ? undefined : dueFloors.entries();
     const claim = (executor: Executor): Promise<LeaseClaimResult<Row>> =>
       leaseClaim(executor, o.table, {
         owner: o.owner,
@@ -292,6 +295,9 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>): Promise<void>
       // rows under limits that came due are back among their ready rows with their old ids
       if (result.promoted > 0) limitFloors.reset(performance.now());
       if (result.dueFirst !== null) dueFloors.saw(sentAt, performance.now(), result.dueFirst);
+      if (floorless) readySpacing.ran(sentAt, performance.now());
+      if (limitsFromStart) limitSpacing.ran(sentAt, performance.now());
+      if (dueFromStart) dueSpacing.ran(sentAt, performance.now());
       if (!probing && !idle && readySpacing.allowed() && floor.probeDue()) probe();
       if (!dueProbing && !idle && !readyOnly && dueSpacing.allowed() && dueFloors.probeDue()) probeDueFloors();
       if (limited && !limitProbing && !idle && limitSpacing.allowed() && limitFloors.probeDue()) probeLimits(flows);
