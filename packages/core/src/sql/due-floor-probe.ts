@@ -1,15 +1,12 @@
 import { sql } from 'kysely';
 import type { LeasedTable } from '../leased-table.js';
 import { executeCached, type Executor } from './execute.js';
-import { versionFilter, type ClaimVersions } from './claim-versions.js';
+import { servedFilter, servedFilterValues, servedKey, servedShape, type ServedRows } from './served-rows.js';
 import { duePosition, type DueSource } from './lease-claim.js';
 import { tableRef } from './table-ref.js';
 
 /** Which rows a worker claims: the filters of its claims (see `LeaseClaimInput`). */
-export interface DueFloorProbeInput {
-  readonly names?: readonly string[] | undefined;
-  readonly versions?: ClaimVersions | undefined;
-}
+export type DueFloorProbeInput = ServedRows;
 
 /**
  * The position (`'<µs since the epoch>:<id>'`, as the claim's `dueFloors` take it) of the earliest
@@ -20,16 +17,14 @@ export interface DueFloorProbeInput {
  * starting at the floor, but only once per probe interval and beside the claims.
  */
 export async function dueFloorProbe(executor: Executor, table: LeasedTable<unknown>, input: DueFloorProbeInput): Promise<Map<DueSource, string>> {
-  const versions = input.versions;
-  const key = `dueFloorProbe:${table.schema}.${table.table}:${input.names === undefined ? '' : 'names'}:${versions === undefined ? '' : versions.firstOnly ? 'v1' : 'vkeys'}`;
+  const served = servedShape(input);
+  const key = `dueFloorProbe:${table.schema}.${table.table}:${servedKey(served)}`;
   const values = {
-    names: input.names === undefined ? [] : [...input.names],
-    versionKeys: versions === undefined || versions.firstOnly ? [] : versions.keys,
+    ...servedFilterValues(input),
   };
   const t = tableRef(table);
   const limited = table.limitTable === undefined ? sql`` : sql`AND c.flow IS NULL`;
   const build = (v: typeof values) => {
-    const names = input.names === undefined ? sql`` : sql`AND ${sql.ref(`c.${table.nameColumn}`)} = ANY(${v.names}::text[])`;
     const parked = table.waits
       ? sql`(SELECT ${duePosition('c')} FROM ${t} AS c WHERE c.status = 'waiting' AND c.scheduled AND c.available_at <= now()
              ORDER BY c.available_at, c.id LIMIT 1)`
@@ -37,7 +32,7 @@ export async function dueFloorProbe(executor: Executor, table: LeasedTable<unkno
     return sql<{ due: string | null; parked: string | null }>`
       SELECT (SELECT ${duePosition('c')} FROM ${t} AS c
               WHERE c.status = 'pending' AND c.scheduled AND NOT c.blocked ${limited} AND c.available_at <= now()
-                ${names} ${versionFilter(versions, v.versionKeys, table.nameColumn)}
+                ${servedFilter(served, v, table.nameColumn)}
               ORDER BY c.available_at, c.id LIMIT 1) AS due,
              ${parked} AS parked`;
   };

@@ -5,7 +5,8 @@ import { limitClaimCtes, limitWriteCtes, stripedOnlyClaimCtes, stripedOnlyWriteC
 import { STRIPE_SET } from './lease-claim-stripes.js';
 import { toClaimed, type Claimed } from './lease-row.js';
 import { claimedFromChunk, jsonChunks, jsonRowText, type ResumedParts } from './claim-json.js';
-import { versionFilter, type ClaimVersions } from './claim-versions.js';
+import type { ClaimVersions } from './claim-versions.js';
+import { servedFilter, servedFilterValues, servedKey, servedShape, type ServedShape } from './served-rows.js';
 import { LEASE_COLUMNS, tableRef } from './table-ref.js';
 
 /** Checked inputs of {@link leaseClaim}. */
@@ -247,7 +248,7 @@ export async function leaseClaim<Row>(
   const expired = input.expired !== false;
   // the served limits are written into the text (see flowLiterals), so they are part of the key
   const versions = input.versions;
-  const key = `leaseClaim:${table.schema}.${table.table}:${literal ? input.batch : 'n'}:${input.names === undefined ? '' : 'names'}:${versions === undefined ? '' : versions.firstOnly ? 'v1' : 'vkeys'}:${perName ? 'leases' : ''}:${flows ? `flows=${JSON.stringify(input.flows)}${stripedOnly ? ':striped' : ''}` : ''}:${readyOnly ? 'ready' : expired ? 'all' : 'unexpired'}:${table.claimJson === undefined ? 'rows' : 'json'}`;
+  const key = `leaseClaim:${table.schema}.${table.table}:${literal ? input.batch : 'n'}:${servedKey(servedShape(input))}:${perName ? 'leases' : ''}:${flows ? `flows=${JSON.stringify(input.flows)}${stripedOnly ? ':striped' : ''}` : ''}:${readyOnly ? 'ready' : expired ? 'all' : 'unexpired'}:${table.claimJson === undefined ? 'rows' : 'json'}`;
   const values = {
     owner: input.owner,
     batch: input.batch,
@@ -280,10 +281,9 @@ function servedValues(s: { readonly names?: readonly string[] | undefined; reado
   return {
     perName,
     values: {
-      names: s.names === undefined ? [] : [...s.names],
+      ...servedFilterValues(s),
       leaseNames: perName ? [...byName.keys()] : [],
       leaseValues: perName ? [...byName.values()] : [],
-      versionKeys: s.versions === undefined || s.versions.firstOnly ? [] : s.versions.keys,
     },
   };
 }
@@ -359,12 +359,10 @@ export function isClaimSize(batch: number): boolean {
 }
 
 /** What decides the claim statement's text. */
-interface ClaimShape {
+interface ClaimShape extends ServedShape {
   readonly table: LeasedTable<unknown>;
   /** A literal LIMIT (see {@link isClaimSize}), or undefined for a parameter. */
   readonly limit: number | undefined;
-  readonly names: boolean;
-  readonly versions: ClaimVersions | undefined;
   readonly perName: boolean;
   /** Rows under limits too (the table has them and the claim serves some). */
   readonly flows: boolean;
@@ -422,9 +420,7 @@ interface ClaimParts {
 function claimParts(shape: ClaimShape, v: ClaimValues): ClaimParts {
   const { table } = shape;
   const t = tableRef(table);
-  // a worker takes only the versions its code runs: the rest wait for workers that run them
-  const names = shape.names ? sql`AND ${sql.ref(`c.${table.nameColumn}`)} = ANY(${v.names}::text[])` : sql``;
-  const nameFilter = shape.versions === undefined ? names : sql`${names} ${versionFilter(shape.versions, v.versionKeys, table.nameColumn)}`;
+  const nameFilter = servedFilter(shape, v, table.nameColumn);
   const leaseMs = shape.perName
     ? sql`coalesce((SELECT x.ms FROM unnest(${v.leaseNames}::text[], ${v.leaseValues}::float8[]) AS x(name, ms)
                     WHERE x.name = ${sql.ref(`o.${table.nameColumn}`)}), ${v.leaseMs})`

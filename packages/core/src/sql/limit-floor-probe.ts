@@ -1,15 +1,13 @@
 import { sql } from 'kysely';
 import type { LeasedTable } from '../leased-table.js';
 import { executeCached, type Executor } from './execute.js';
-import { versionFilter, type ClaimVersions } from './claim-versions.js';
+import { servedFilter, servedFilterValues, servedKey, servedShape, type ServedRows } from './served-rows.js';
 import { LIMITED_READY } from './limit-stripes.js';
 import { tableRef } from './table-ref.js';
 
 /** Which rows a worker claims under which limits (see `LeaseClaimInput`). */
-export interface LimitFloorProbeInput {
+export interface LimitFloorProbeInput extends ServedRows {
   readonly flows: readonly string[];
-  readonly names?: readonly string[] | undefined;
-  readonly versions?: ClaimVersions | undefined;
 }
 
 /**
@@ -19,20 +17,18 @@ export interface LimitFloorProbeInput {
  * saves by starting at the floor, but only once per probe interval and beside the claims.
  */
 export async function limitFloorProbe(executor: Executor, table: LeasedTable<unknown>, input: LimitFloorProbeInput): Promise<Map<string, string>> {
-  const versions = input.versions;
-  const key = `limitFloorProbe:${table.schema}.${table.table}:${input.names === undefined ? '' : 'names'}:${versions === undefined ? '' : versions.firstOnly ? 'v1' : 'vkeys'}`;
+  const served = servedShape(input);
+  const key = `limitFloorProbe:${table.schema}.${table.table}:${servedKey(served)}`;
   const values = {
     flows: [...input.flows],
-    names: input.names === undefined ? [] : [...input.names],
-    versionKeys: versions === undefined || versions.firstOnly ? [] : versions.keys,
+    ...servedFilterValues(input),
   };
   const build = (v: typeof values) => {
-    const names = input.names === undefined ? sql`` : sql`AND ${sql.ref(`c.${table.nameColumn}`)} = ANY(${v.names}::text[])`;
     // the ranges as the claims' floor branch writes them (see limitedReadyRanges)
     return sql<{ flow: string; id: string | null }>`
       SELECT f.flow, (SELECT c.id FROM ${tableRef(table)} AS c
                       WHERE c.flow = f.flow AND c.flow_key >= '' AND c.flow_key <= '' AND c.priority >= 0 AND c.priority <= 0
-                        AND ${LIMITED_READY} ${names} ${versionFilter(versions, v.versionKeys, table.nameColumn)}
+                        AND ${LIMITED_READY} ${servedFilter(served, v, table.nameColumn)}
                       ORDER BY c.flow_key, c.priority DESC, c.id
                       LIMIT 1) AS id
       FROM unnest(${v.flows}::text[]) AS f(flow)`;

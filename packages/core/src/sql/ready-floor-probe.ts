@@ -1,13 +1,11 @@
 import { sql } from 'kysely';
 import type { LeasedTable } from '../leased-table.js';
 import { executeCached, type Executor } from './execute.js';
-import { versionFilter, type ClaimVersions } from './claim-versions.js';
+import { servedFilter, servedFilterValues, servedKey, servedShape, type ServedRows } from './served-rows.js';
 import { tableRef } from './table-ref.js';
 
 /** Which rows a worker claims: the filters of its claims (see `LeaseClaimInput`), and the priorities with a floor. */
-export interface ReadyFloorProbeInput {
-  readonly names?: readonly string[] | undefined;
-  readonly versions?: ClaimVersions | undefined;
+export interface ReadyFloorProbeInput extends ServedRows {
   readonly priorities: readonly number[];
 }
 
@@ -19,21 +17,19 @@ export interface ReadyFloorProbeInput {
  * the floor, but only once per probe interval and beside the claims.
  */
 export async function readyFloorProbe(executor: Executor, table: LeasedTable<unknown>, input: ReadyFloorProbeInput): Promise<Map<number, string>> {
-  const versions = input.versions;
-  const key = `readyFloorProbe:${table.schema}.${table.table}:${input.names === undefined ? '' : 'names'}:${versions === undefined ? '' : versions.firstOnly ? 'v1' : 'vkeys'}`;
+  const served = servedShape(input);
+  const key = `readyFloorProbe:${table.schema}.${table.table}:${servedKey(served)}`;
   const values = {
-    names: input.names === undefined ? [] : [...input.names],
-    versionKeys: versions === undefined || versions.firstOnly ? [] : versions.keys,
+    ...servedFilterValues(input),
     priorities: [...input.priorities],
   };
   const limited = table.limitTable === undefined ? sql`` : sql`AND c.flow IS NULL`;
   const build = (v: typeof values) => {
-    const names = input.names === undefined ? sql`` : sql`AND ${sql.ref(`c.${table.nameColumn}`)} = ANY(${v.names}::text[])`;
     return sql<{ priority: number; id: string | null }>`
       SELECT p.priority, (
         SELECT c.id FROM ${tableRef(table)} AS c
         WHERE c.status = 'pending' AND NOT c.blocked AND NOT c.scheduled ${limited}
-          AND c.priority = p.priority ${names} ${versionFilter(versions, v.versionKeys, table.nameColumn)}
+          AND c.priority = p.priority ${servedFilter(served, v, table.nameColumn)}
         ORDER BY c.priority DESC, c.id
         LIMIT 1) AS id
       FROM unnest(${v.priorities}::int[]) AS p(priority)`;
