@@ -1,6 +1,7 @@
-// A batched fenced write locks its rows in id order, as a heartbeat does: a worker whose
-// heartbeat and finalize touch the same rows at once (a parent with its ending children, or any
-// batch that ends while the lease is extended) never has the two wait for each other in a cycle.
+// A batched fenced write sends its rows in id order, so a plan that reaches them by primary key
+// locks them in id order, as a finalize that locks parents first does. (A bitmap scan of a table
+// whose rows no longer lie in id order reaches them by page; the heartbeat, which touches the same
+// rows at once, passes over a locked row instead of waiting: test/core/heartbeat.int.test.ts.)
 // The batch arrives in completion order; here, the reverse of id order.
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';

@@ -1,7 +1,8 @@
 import { sql } from 'kysely';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { createWorker, defineTask, enqueue, LeaseLostError, markDone } from '@leasehold/core';
+import { createWorker, defineTask, enqueue, enqueueMany, LeaseLostError, markDone, taskTable } from '@leasehold/core';
+import { leaseClaim, leaseExtendMany } from '@leasehold/core/internal';
 import { readTask, useTestDatabase } from '../fixtures.js';
 import { nextEvent, useWorkers } from '../workers.js';
 
@@ -114,5 +115,71 @@ describe('heartbeat', () => {
     release();
     await worker.stop();
     await pool.end();
+  });
+
+  it('never waits for a row lock: a row another transaction holds is answered busy, the rest extended, a moved token lost', async () => {
+    const table = taskTable();
+    const work = defineTask<{ i: number }>('busy-rows', { handler: () => {} });
+    await enqueueMany(t.pool, work, [0, 1, 2].map((i) => ({ payload: { i } })));
+    const { claimed } = await leaseClaim(t.pool, table, { owner: 'me', batch: 3, leaseMs: 60_000 });
+    const [low, mid, high] = [...claimed].sort((a, b) => Number(a.id) - Number(b.id));
+    // the high row's token moves on, as a takeover would move it
+    await sql`UPDATE leasehold.task SET lease_version = lease_version + 1 WHERE id = ${high!.id}`.execute(t.db);
+    // another transaction holds the middle row, as this worker's own fenced write of it would
+    const holder = await t.pool.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT 1 FROM leasehold.task WHERE id = $1 FOR UPDATE', [mid!.id]);
+      const heartbeat = await t.pool.connect();
+      try {
+        // without the pass-over the statement waits here for the holder; the timeout makes that an error
+        await heartbeat.query(`SET lock_timeout = '5s'`);
+        const items = [low!, mid!, high!].map((c) => ({ id: c.id, leaseVersion: c.leaseVersion, leaseMs: 120_000 }));
+        const answer = await leaseExtendMany(heartbeat, table, items, { skipLocked: true });
+        expect(answer.get(`${low!.id}@${low!.leaseVersion}`)).toBeInstanceOf(Date);
+        expect(answer.has(`${mid!.id}@${mid!.leaseVersion}`)).toBe(true);
+        expect(answer.get(`${mid!.id}@${mid!.leaseVersion}`)).toBeNull();
+        expect(answer.has(`${high!.id}@${high!.leaseVersion}`)).toBe(false);
+      } finally {
+        heartbeat.release(true);
+      }
+    } finally {
+      await holder.query('ROLLBACK');
+      holder.release();
+    }
+  });
+
+  it('keeps extending the other running tasks while another transaction holds one task’s row, and loses none', async () => {
+    // A worker's own fenced write locks its rows in the order its plan reaches them, not by id; a
+    // heartbeat that waited for such a row deadlocked with the write, or, here, stalls every lease.
+    const lease = 1_000;
+    let release!: () => void;
+    const hold = new Promise<void>((resolve) => (release = resolve));
+    const held = defineTask<{ i: number }>('held-beside-lock', { lease, handler: async () => hold });
+    const ids = (await enqueueMany(t.pool, held, [0, 1].map((i) => ({ payload: { i } })))).map((r) => r.id);
+    const worker = track(createWorker({ pool: t.pool, tasks: [held], concurrency: 2, pollInterval: '10s' }));
+    const lost: string[] = [];
+    worker.on('task:lease-lost', ({ task }) => void lost.push(task.id));
+    await worker.start();
+    await expect.poll(() => worker.inFlightCount).toBe(2);
+    const leaseOf = async (id: string) =>
+      (await sql<{ until: number }>`SELECT extract(epoch FROM lease_until) * 1000 AS until FROM leasehold.task WHERE id = ${id}`.execute(t.db)).rows[0]!.until;
+    const holder = await t.pool.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT 1 FROM leasehold.task WHERE id = $1 FOR UPDATE', [ids[0]]);
+      const { rows } = await holder.query<{ now: number }>('SELECT extract(epoch FROM clock_timestamp()) * 1000 AS now');
+      const lockedAt = Number(rows[0]!.now);
+      // the other task's lease is extended by a heartbeat that started after the lock was taken
+      await expect.poll(async () => Number(await leaseOf(ids[1]!)) > lockedAt + lease, { timeout: 10 * lease }).toBe(true);
+    } finally {
+      await holder.query('ROLLBACK');
+      holder.release();
+    }
+    release();
+    await expect.poll(async () => (await readTask(t.db, ids[0]!)).status).toBe('done');
+    await expect.poll(async () => (await readTask(t.db, ids[1]!)).status).toBe('done');
+    expect(lost).toEqual([]);
+    await worker.stop();
   });
 });

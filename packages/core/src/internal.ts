@@ -35,7 +35,7 @@ export { leaseClaim, compareIds, REAP_ERROR, type LeaseClaimInput, type LeaseCla
 export { jsonDate, type ClaimJson, type ClaimJsonType } from './sql/claim-json.js';
 export { withClaimJson } from './leased-table.js';
 export { leaseFinalizeMany, type FinalizeItem, type FinalizeResult } from './sql/lease-finalize-many.js';
-export { leaseExtendMany, type ExtendItem } from './sql/lease-extend-many.js';
+export { leaseExtendMany, type ExtendItem, type ExtendOptions } from './sql/lease-extend-many.js';
 export { leaseLockFinishingGroups, leaseLockGroups, leaseLockGroupsOfRows } from './sql/lease-lock-groups.js';
 export { leaseSettleGroups } from './sql/lease-settle-groups.js';
 export { taskInsertMany, type TaskInsert } from './sql/task-insert-many.js';

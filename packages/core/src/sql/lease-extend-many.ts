@@ -15,28 +15,44 @@ export interface ExtendItem {
   readonly leaseMs: number;
 }
 
+/** How {@link leaseExtendMany} treats a row another transaction holds locked. */
+export interface ExtendOptions {
+  /**
+   * Pass over it instead of waiting, and answer it as busy (`null`) when its token still held in
+   * the statement's snapshot: the worker's heartbeat, which must never wait for a row lock. Its
+   * rows are the ones the worker's own fenced writes lock, in whatever order their plans reach
+   * them (a bitmap scan goes by page, not by id), so a heartbeat that waited in id order
+   * deadlocked with them on a table whose rows no longer lie in id order. A busy row is being
+   * written (by this worker's write, a takeover, a cancel): that write says what became of it.
+   * @defaultValue false: wait, so that every token gets an answer
+   */
+  readonly skipLocked?: boolean;
+}
+
 /**
  * Heartbeat: extends many leases in one fenced statement (`status = 'processing' AND
  * lease_version = $version` per row). Returns the tokens that were extended (`id@version`),
- * with their new `lease_until`; a missing token lost its lease. Locks the processing rows among
- * them, in id order.
+ * with their new `lease_until`, and, with `skipLocked`, the busy ones with `null`; a missing
+ * token lost its lease. Locks the processing rows among them, in id order.
  */
 export async function leaseExtendMany(
   executor: Executor,
   table: LeasedTable<unknown>,
   items: readonly ExtendItem[],
-): Promise<Map<string, Date>> {
+  options: ExtendOptions = {},
+): Promise<Map<string, Date | null>> {
   if (items.length === 0) return new Map();
+  const skipLocked = options.skipLocked === true;
   const sorted = [...items].sort((a, b) => compareIds(a.id, b.id));
   const values = {
     ids: bigintArray(sorted.map((i) => i.id)),
     versions: bigintArray(sorted.map((i) => i.leaseVersion)),
     leaseMs: sorted.map((i) => i.leaseMs),
   };
-  const rows = await executeCached<{ id: string; version: string; lease_until: Date }, typeof values>(
+  const rows = await executeCached<{ id: string; version: string; lease_until: Date | null }, typeof values>(
     executor,
-    `leaseExtendMany:${table.schema}.${table.table}`,
-    (v) => extendStatement(table, v),
+    `leaseExtendMany:${table.schema}.${table.table}:${skipLocked ? 'skip' : 'wait'}`,
+    (v) => extendStatement(table, skipLocked, v),
     values,
     // planned per call: its best plan depends on how many rows the arrays hold
     { prepare: false },
@@ -50,22 +66,40 @@ export async function leaseExtendMany(
 // processing row with every lease, 47 s instead of some 40 ms.
 function extendStatement(
   table: LeasedTable<unknown>,
+  skipLocked: boolean,
   v: { readonly ids: unknown; readonly versions: unknown; readonly leaseMs: readonly number[] },
-): RawBuilder<{ id: string; version: string; lease_until: Date }> {
+): RawBuilder<{ id: string; version: string; lease_until: Date | null }> {
   const t = tableRef(table);
-  return sql`
-      WITH f AS (
-        SELECT * FROM unnest(${v.ids}::bigint[], ${v.versions}::bigint[], ${v.leaseMs}::float8[]) AS f(id, version, lease_ms)
-      ), locked AS (
-        -- in id order, like every writer that locks several task rows (a finalize locks a child's
-        -- parent, lower in id, before the child): two of them never wait for each other in a cycle
-        SELECT l.id FROM ${t} AS l WHERE ${byPrimaryKey('l', 'f', 'processing')}
-        ORDER BY l.id FOR NO KEY UPDATE
-      )
+  const extend = sql`
       UPDATE ${t} AS t
       SET lease_until = now() + f.lease_ms * interval '1 millisecond'
       FROM f
       WHERE ${fenceEach('t', 'f', 'locked')}
-      RETURNING t.id, f.version, t.lease_until
+      RETURNING t.id, f.version, t.lease_until`;
+  if (!skipLocked) {
+    return sql`
+      WITH f AS (
+        SELECT * FROM unnest(${v.ids}::bigint[], ${v.versions}::bigint[], ${v.leaseMs}::float8[]) AS f(id, version, lease_ms)
+      ), locked AS (
+        -- in id order, like a finalize that locks a child's parent, lower in id, before the child
+        SELECT l.id FROM ${t} AS l WHERE ${byPrimaryKey('l', 'f', 'processing')}
+        ORDER BY l.id FOR NO KEY UPDATE
+      )${extend}
+    `;
+  }
+  return sql`
+      WITH f AS (
+        SELECT * FROM unnest(${v.ids}::bigint[], ${v.versions}::bigint[], ${v.leaseMs}::float8[]) AS f(id, version, lease_ms)
+      ), locked AS (
+        SELECT l.id FROM ${t} AS l WHERE ${byPrimaryKey('l', 'f', 'processing')}
+        ORDER BY l.id FOR NO KEY UPDATE SKIP LOCKED
+      ), extended AS (${extend}
+      )
+      SELECT id, version, lease_until FROM extended
+      UNION ALL
+      -- busy: passed over for another transaction's lock, its token still held in this snapshot
+      SELECT b.id, f.version, NULL FROM ${t} AS b JOIN f ON f.id = b.id
+      WHERE ${byPrimaryKey('b', 'f', 'processing')} AND b.lease_version = f.version
+        AND NOT b.id = ANY(ARRAY(SELECT id FROM locked))
     `;
 }

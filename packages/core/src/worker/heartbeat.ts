@@ -8,7 +8,8 @@ import { tokenKey } from '../sql/lease-row.js';
 /**
  * Keeps the leases of a worker's in-flight tasks alive: every `intervalMs`, one fenced
  * statement extends all of them, each by its own lease length. A task missing from the result
- * has lost its lease (its token moved on) and is reported through `onLost`.
+ * has lost its lease (its token moved on) and is reported through `onLost`; one whose row another
+ * transaction holds (this worker's own write of it, most often) is left for the next tick.
  */
 export class Heartbeat {
   readonly #executor: Executor;
@@ -54,9 +55,10 @@ export class Heartbeat {
   async tick(): Promise<void> {
     const items = this.#inFlight();
     if (items.length === 0) return;
-    let extended: Map<string, Date>;
+    let extended: Map<string, Date | null>;
     try {
-      extended = await leaseExtendMany(this.#executor, this.#table, items);
+      // never waits for a row lock: a busy row is being written, and that write tells its fate
+      extended = await leaseExtendMany(this.#executor, this.#table, items, { skipLocked: true });
     } catch (error) {
       this.#onError(toError(error));
       return;
