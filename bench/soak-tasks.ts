@@ -1,0 +1,49 @@
+// The task types of bench/soak.ts, shared by its runner (which enqueues with them) and its worker
+// children (bench/soak-child.ts, which run them). Every handler records its effect in
+// `<schema>.soak_effect` (kind, key, due time, when it ran, by which process) on the pool given.
+import type pg from 'pg';
+import { defineLimit, defineTask, RetryableError } from '@leasehold/core';
+
+/** The lease of every soak task: short, so a killed worker's tasks come back within seconds. */
+export const SOAK_LEASE = '3s';
+
+/** Wall-clock ms with sub-millisecond resolution. */
+const wallNow = () => performance.timeOrigin + performance.now();
+
+export function soakTasks(schema: string, pool: pg.Pool) {
+  const effect = (kind: string, key: string, dueMs: number | null) =>
+    pool.query(`INSERT INTO ${schema}.soak_effect (kind, key, due_ms, at_ms, pid) VALUES ($1, $2, $3, $4, $5)`, [kind, key, dueMs, wallNow(), process.pid]);
+  const limit = defineLimit('soak-concurrency', { concurrency: 20 });
+  return {
+    plain: defineTask<{ k: string }>('soak-plain', { lease: SOAK_LEASE, handler: async ({ k }) => void (await effect('plain', k, null)) }),
+    /** Enqueued with `runAt`: `due` is that time, on the runner's clock. */
+    at: defineTask<{ k: string; due: number }>('soak-at', { lease: SOAK_LEASE, handler: async ({ k, due }) => void (await effect('at', k, due)) }),
+    retry: defineTask<{ k: string; after: number }>('soak-retry', {
+      lease: SOAK_LEASE,
+      backoff: { base: 1, cap: 1 },
+      handler: async ({ k, after }, ctx) => {
+        if (ctx.task.attempts <= 1) throw new RetryableError('the first attempt fails on purpose', { retryAfterMs: after });
+        await effect('retry', k, null);
+      },
+    }),
+    /** A workflow: a step, a sleep, a step that records the effect against the sleep's end. */
+    sleep: defineTask<{ k: string; ms: number }>('soak-sleep', {
+      lease: SOAK_LEASE,
+      handler: async ({ k, ms }, ctx) => {
+        const calledAt = await ctx.step('called', async () => wallNow());
+        await ctx.sleep('nap', ms);
+        await ctx.step('woke', async () => void (await effect('sleep', k, calledAt + ms)));
+      },
+    }),
+    limited: defineTask<{ k: string }>('soak-limited', {
+      lease: SOAK_LEASE,
+      limit,
+      handler: async ({ k }) => {
+        await new Promise((r) => setTimeout(r, 3));
+        await effect('limited', k, null);
+      },
+    }),
+    /** Ordered: `seq` is its place in its group `g`. */
+    ordered: defineTask<{ g: string; seq: number }>('soak-ordered', { lease: SOAK_LEASE, ordered: true, handler: async ({ g, seq }) => void (await effect('ordered', `${g}:${seq}`, null)) }),
+  };
+}
