@@ -1,6 +1,7 @@
 // The task types of bench/soak.ts, shared by its runner (which enqueues with them) and its worker
-// children (bench/soak-child.ts, which run them). Every handler records its effect in
-// `<schema>.soak_effect` (kind, key, due time, when it ran, by which process) on the pool given.
+// children (bench/soak-child.ts, which run them). Every task's payload has a key of its own, `k`;
+// every handler records its effect in `<schema>.soak_effect` (kind, key, due time, when it ran, by
+// which process, and an ordered task's place in its group) on the pool given.
 import type pg from 'pg';
 import { defineLimit, defineTask, RetryableError } from '@leasehold/core';
 
@@ -11,8 +12,8 @@ export const SOAK_LEASE = '3s';
 const wallNow = () => performance.timeOrigin + performance.now();
 
 export function soakTasks(schema: string, pool: pg.Pool) {
-  const effect = (kind: string, key: string, dueMs: number | null) =>
-    pool.query(`INSERT INTO ${schema}.soak_effect (kind, key, due_ms, at_ms, pid) VALUES ($1, $2, $3, $4, $5)`, [kind, key, dueMs, wallNow(), process.pid]);
+  const effect = (kind: string, key: string, dueMs: number | null, place: string | null = null) =>
+    pool.query(`INSERT INTO ${schema}.soak_effect (kind, key, due_ms, at_ms, pid, place) VALUES ($1, $2, $3, $4, $5, $6)`, [kind, key, dueMs, wallNow(), process.pid, place]);
   const limit = defineLimit('soak-concurrency', { concurrency: 20 });
   return {
     plain: defineTask<{ k: string }>('soak-plain', { lease: SOAK_LEASE, handler: async ({ k }) => void (await effect('plain', k, null)) }),
@@ -44,6 +45,10 @@ export function soakTasks(schema: string, pool: pg.Pool) {
       },
     }),
     /** Ordered: `seq` is its place in its group `g`. */
-    ordered: defineTask<{ g: string; seq: number }>('soak-ordered', { lease: SOAK_LEASE, ordered: true, handler: async ({ g, seq }) => void (await effect('ordered', `${g}:${seq}`, null)) }),
+    ordered: defineTask<{ k: string; g: string; seq: number }>('soak-ordered', {
+      lease: SOAK_LEASE,
+      ordered: true,
+      handler: async ({ k, g, seq }) => void (await effect('ordered', k, null, `${g}:${seq}`)),
+    }),
   };
 }

@@ -4,11 +4,12 @@
 // behind their groups' heads from the start; and, each second, plain tasks, tasks enqueued with a
 // start time, tasks whose first attempt fails, workflow runs that sleep, and tasks under a
 // concurrency limit, plus, every 10 s, a producer transaction that commits 6.5 s after it took its
-// ids. Optionally through a pooler in transaction mode (SOAK_POOLER_URL: the same database through,
+// ids; and each second it cancels two of the workflow runs started the second before. Optionally through a pooler in transaction mode (SOAK_POOLER_URL: the same database through,
 // say, PgBouncer; the workers LISTEN on a direct connection).
 //
 // At the end it checks what users rely on and exits 1 if any fails: every task done (none pending,
-// running, sleeping or dead), every task's effect recorded, each ordered group's effects in order,
+// running, sleeping or dead; a cancelled run cancelled or done), every done task's effect recorded,
+// each ordered group's effects in order,
 // and nothing written to the workers' logs (a `deadlock detected` there found the heartbeat's lock
 // order, see docs/guarantees.md). It prints effects repeated (from the kills: at-least-once) and how
 // late the scheduled tasks and the sleeps started (not checked: a loaded machine's figures).
@@ -20,7 +21,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import pg from 'pg';
-import { enqueueMany, migrate } from '@leasehold/core';
+import { cancelTask, enqueueMany, migrate } from '@leasehold/core';
 import { soakTasks } from './soak-tasks.js';
 
 const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -37,7 +38,7 @@ const wallNow = () => performance.timeOrigin + performance.now();
 const admin = new pg.Pool({ connectionString: url, max: 6 });
 await admin.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`);
 await migrate(admin, { schema: SCHEMA });
-await admin.query(`CREATE TABLE ${SCHEMA}.soak_effect (kind text NOT NULL, key text NOT NULL, due_ms float8, at_ms float8 NOT NULL, pid int NOT NULL)`);
+await admin.query(`CREATE TABLE ${SCHEMA}.soak_effect (kind text NOT NULL, key text NOT NULL, due_ms float8, at_ms float8 NOT NULL, pid int NOT NULL, place text)`);
 const tasks = soakTasks(SCHEMA, admin);
 
 let holder: pg.Client | undefined;
@@ -73,7 +74,7 @@ const key = (prefix: string) => `${prefix}${seq++}`;
 for (let first = 0; first < ORDERED_ROWS; first += 5_000) {
   const items = Array.from({ length: Math.min(5_000, ORDERED_ROWS - first) }, (_, k) => {
     const n = first + k;
-    return { payload: { g: `g${Math.floor(n / GROUP_SIZE)}`, seq: n % GROUP_SIZE }, groupKey: `g${Math.floor(n / GROUP_SIZE)}` };
+    return { payload: { k: key('o'), g: `g${Math.floor(n / GROUP_SIZE)}`, seq: n % GROUP_SIZE }, groupKey: `g${Math.floor(n / GROUP_SIZE)}` };
   });
   await enqueueMany(admin, tasks.ordered, items, { schema: SCHEMA });
   count('ordered', items.length);
@@ -84,6 +85,8 @@ const t0 = wallNow();
 const killAt = new Set(Array.from({ length: KILLS }, (_, k) => Math.floor(((k + 1) * SECONDS) / (KILLS + 1))));
 const late: Promise<void>[] = [];
 let kills = 0;
+let lastRuns: { id: string }[] = [];
+const cancelled = new Set<string>();
 for (let s = 0; s < SECONDS; s++) {
   const now = wallNow();
   const n = (per: number) => Math.max(1, Math.round(per * RATE));
@@ -95,7 +98,13 @@ for (let s = 0; s < SECONDS; s++) {
     return { payload: { k: key('a'), due }, runAt: new Date(due) };
   }), o);
   await enqueueMany(admin, tasks.retry, batch(20, () => ({ payload: { k: key('r'), after: 200 + Math.random() * 3_000 } })), o);
-  await enqueueMany(admin, tasks.sleep, batch(20, () => ({ payload: { k: key('s'), ms: 300 + Math.random() * 5_000 } })), o);
+  const runs = await enqueueMany(admin, tasks.sleep, batch(20, () => ({ payload: { k: key('s'), ms: 300 + Math.random() * 5_000 } })), o);
+  // a run of the second before: sleeping, running or done by now
+  for (const run of lastRuns.sort(() => Math.random() - 0.5).slice(0, 2)) {
+    cancelled.add(run.id);
+    await cancelTask(admin, run.id, { schema: SCHEMA, reason: 'soak' });
+  }
+  lastRuns = runs;
   await enqueueMany(admin, tasks.limited, batch(60, () => ({ payload: { k: key('l') } })), o);
   for (const [kind, per] of [['plain', 200], ['at', 40], ['retry', 20], ['sleep', 20], ['limited', 60]] as const) count(kind, n(per));
   if (s % 10 === 5) {
@@ -137,18 +146,28 @@ console.log(`drained ${((wallNow() - t0) / 1000).toFixed(1)} s after the start`)
 const failures: string[] = [];
 if (open !== 0) failures.push(`${open} tasks still open 300 s after the producers stopped`);
 const { rows: ended } = await admin.query<{ status: string; n: number }>(`SELECT status, count(*)::int AS n FROM ${SCHEMA}.task GROUP BY 1 ORDER BY 1`);
-console.log(`tasks by status: ${ended.map((r) => `${r.status} ${r.n}`).join(', ')}`);
-for (const r of ended) if (r.status !== 'done') failures.push(`${r.n} tasks ${r.status}`);
+console.log(`tasks by status: ${ended.map((r) => `${r.status} ${r.n}`).join(', ')} (${cancelled.size} runs cancelled)`);
+const { rows: wrong } = await admin.query<{ id: string; status: string }>(
+  `SELECT id::text, status FROM ${SCHEMA}.task WHERE status <> 'done' AND NOT (status = 'cancelled' AND id = ANY($1::bigint[]))`,
+  [[...cancelled]],
+);
+if (wrong.length > 0) failures.push(`${wrong.length} tasks ended otherwise than done (or cancelled when cancelled), e.g. ${wrong[0]!.id} ${wrong[0]!.status}`);
+const total = [...expected.values()].reduce((a, b) => a + b, 0);
+const rowCount = ended.reduce((a, r) => a + r.n, 0);
+if (rowCount !== total) failures.push(`${rowCount} task rows for ${total} enqueued`);
 const { rows: effects } = await admin.query<{ kind: string; keys: number; effects: number }>(
   `SELECT kind, count(DISTINCT key)::int AS keys, count(*)::int AS effects FROM ${SCHEMA}.soak_effect GROUP BY 1 ORDER BY 1`,
 );
 for (const [kind, want] of expected) {
   const got = effects.find((r) => r.kind === kind);
   console.log(`${kind}: ${got?.keys ?? 0} of ${want} tasks took effect, ${(got?.effects ?? 0) - (got?.keys ?? 0)} effects repeated`);
-  if ((got?.keys ?? 0) !== want) failures.push(`${kind}: ${got?.keys ?? 0} of ${want} tasks took effect`);
 }
+const { rows: missing } = await admin.query<{ n: number }>(`
+  SELECT count(*)::int AS n FROM ${SCHEMA}.task AS t
+  WHERE t.status = 'done' AND NOT EXISTS (SELECT 1 FROM ${SCHEMA}.soak_effect AS e WHERE e.key = t.payload->>'k')`);
+if (missing[0]!.n > 0) failures.push(`${missing[0]!.n} tasks done without their effect`);
 const { rows: order } = await admin.query<{ bad: number }>(`
-  WITH first AS (SELECT split_part(key, ':', 1) AS g, split_part(key, ':', 2)::int AS seq, min(at_ms) AS at
+  WITH first AS (SELECT split_part(place, ':', 1) AS g, split_part(place, ':', 2)::int AS seq, min(at_ms) AS at
                  FROM ${SCHEMA}.soak_effect WHERE kind = 'ordered' GROUP BY 1, 2)
   SELECT count(*)::int AS bad FROM (SELECT at, lag(at) OVER (PARTITION BY g ORDER BY seq) AS before FROM first) AS x WHERE before > at`);
 if (order[0]!.bad > 0) failures.push(`${order[0]!.bad} ordered tasks ran before the one ahead of them`);
