@@ -18,7 +18,7 @@ export interface ExtendItem {
 /** How {@link leaseExtendMany} treats a row another transaction holds locked. */
 export interface ExtendOptions {
   /**
-   * Pass over it instead of waiting, and answer it as busy (`null`) when its token still held in
+   * Pass over it instead of waiting, and answer it as busy (`null`) when its token still holds in
    * the statement's snapshot: the worker's heartbeat, which must never wait for a row lock. Its
    * rows are the ones the worker's own fenced writes lock, in whatever order their plans reach
    * them (a bitmap scan goes by page, not by id), so a heartbeat that waited in id order
@@ -33,7 +33,8 @@ export interface ExtendOptions {
  * Heartbeat: extends many leases in one fenced statement (`status = 'processing' AND
  * lease_version = $version` per row). Returns the tokens that were extended (`id@version`),
  * with their new `lease_until`, and, with `skipLocked`, the busy ones with `null`; a missing
- * token lost its lease. Locks the processing rows among them, in id order.
+ * token lost its lease. Locks the processing rows among them (those it does not pass over), in id
+ * order.
  */
 export async function leaseExtendMany(
   executor: Executor,
@@ -94,12 +95,14 @@ function extendStatement(
         SELECT l.id FROM ${t} AS l WHERE ${byPrimaryKey('l', 'f', 'processing')}
         ORDER BY l.id FOR NO KEY UPDATE SKIP LOCKED
       ), extended AS (${extend}
+      ), passed AS (
+        -- not locked: held by another transaction, or no longer processing (few, either way)
+        SELECT f.id, f.version FROM f WHERE NOT EXISTS (SELECT 1 FROM locked AS k WHERE k.id = f.id)
       )
       SELECT id, version, lease_until FROM extended
       UNION ALL
-      -- busy: passed over for another transaction's lock, its token still held in this snapshot
-      SELECT b.id, f.version, NULL FROM ${t} AS b JOIN f ON f.id = b.id
-      WHERE ${byPrimaryKey('b', 'f', 'processing')} AND b.lease_version = f.version
-        AND NOT b.id = ANY(ARRAY(SELECT id FROM locked))
+      -- busy: passed over for another transaction's lock, its token still holding in this snapshot
+      SELECT b.id, p.version, NULL FROM ${t} AS b JOIN passed AS p ON p.id = b.id
+      WHERE ${byPrimaryKey('b', 'passed', 'processing')} AND b.lease_version = p.version
     `;
 }
