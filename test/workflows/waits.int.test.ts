@@ -248,6 +248,33 @@ describe('cancellation', () => {
     expect(await getTask(t.pool, handle)).toMatchObject({ status: 'cancelled', steps: [] });
   });
 
+  it('a task cancelled while its handler returns reports the cancel, not a lost lease', async () => {
+    const inside = gate();
+    const release = gate();
+    const job = defineTask('cancelled-at-return', {
+      lease: '30s',
+      handler: async () => {
+        inside.open();
+        await release.wait;
+        return 'finished';
+      },
+    });
+    const handle = await enqueue(t.pool, job, {});
+    // a heartbeat too rare to notice first: the refused finalize must tell
+    const worker = track(createWorker({ pool: t.pool, tasks: [job], pollInterval: 20, heartbeatInterval: '20s' }));
+    const ended: string[] = [];
+    worker.on('task:lease-lost', () => void ended.push('lease-lost'));
+    worker.on('task:cancelled', () => void ended.push('cancelled'));
+    await worker.start();
+    await inside.wait;
+    await cancelTask(t.pool, handle);
+    release.open();
+    await expect.poll(() => ended.length).toBeGreaterThan(0);
+    await worker.stop();
+    expect(ended).toEqual(['cancelled']);
+    expect(await getTask(t.pool, handle)).toMatchObject({ status: 'cancelled', result: undefined });
+  });
+
   it('cancels pending, sleeping and waiting tasks at once, and the children of a cancelled parent', async () => {
     const child = defineTask('slow-child', { handler: async (_p: object, ctx: TaskContext) => ctx.sleep('forever', '1h') });
     const parent = defineTask('waiting-parent', {

@@ -38,7 +38,10 @@ export interface FinalizeResult {
   readonly id: string;
   /** False: the fence refused the change (the lease moved on, or the row left `processing`). */
   readonly won: boolean;
-  /** The status written, when won. */
+  /**
+   * The status written, when won. Refused: `'cancelled'` when the worker learned that
+   * `cancelTask` ended the row at this very token (not a lost lease), else null.
+   */
   readonly status: TaskStatus | null;
 }
 

@@ -110,7 +110,7 @@ export class Finalizer {
         for (const hook of hooks) await hook(trx);
         return result;
       }),
-    );
+    ).then(async (result) => (result.won ? result : (await this.#refusals([item], [result], false))[0]!));
   }
 
   /**
@@ -204,7 +204,7 @@ export class Finalizer {
               }),
         () => (retried = true),
       );
-      const settled = retried ? await this.#recheck(batch, results) : results;
+      const settled = await this.#refusals(batch, results, retried);
       for (let i = 0; i < batch.length; i++) this.#tell(batch[i]!, settled[i]);
       if (handed.length > 0) this.#handOver(handed);
     } catch (error) {
@@ -212,18 +212,22 @@ export class Finalizer {
     }
   }
 
-  // After a failed attempt, the first copy may have committed with its reply lost: the fence
-  // then refuses the repeat. A row still at our token and in the status we wrote is ours
-  // (only a claim moves the token; reap can also write dead at it, and then the row is dead anyway).
-  async #recheck(items: readonly FinalizeItem[], results: FinalizeResult[]): Promise<FinalizeResult[]> {
+  // What a refusal means, read once for the refused rows (rare: none in a batch, normally):
+  // - after a failed attempt (`retried`), the first copy may have committed with its reply lost,
+  //   and the fence then refused the repeat. A row still at our token and in the status we wrote
+  //   is ours (only a claim moves the token; reap can also write dead at it, and then the row is
+  //   dead anyway);
+  // - a row `cancelled` at our token was cancelled while its handler finished: no lease was lost.
+  async #refusals(items: readonly FinalizeItem[], results: FinalizeResult[], retried: boolean): Promise<FinalizeResult[]> {
     const refused = results.filter((r) => !r.won).map((r) => r.id);
     if (refused.length === 0) return results;
     const now = await leaseReadState(this.#pool, this.#table, refused).catch(() => new Map<string, LeaseState>());
     return results.map((result, i) => {
       const item = items[i]!;
       const state = now.get(item.id);
-      const landed = !result.won && state?.leaseVersion === item.leaseVersion && state.status === item.transition.to;
-      return landed ? { id: item.id, won: true, status: state.status } : result;
+      if (result.won || state?.leaseVersion !== item.leaseVersion) return result;
+      if (retried && state.status === item.transition.to) return { id: item.id, won: true, status: state.status };
+      return state.status === 'cancelled' ? { id: item.id, won: false, status: 'cancelled' } : result;
     });
   }
 

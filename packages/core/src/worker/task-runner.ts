@@ -504,8 +504,8 @@ export class TaskRunner<Row> implements HeldBy<Row> {
   }
 
   /**
-   * A task's fenced write ended: reports what the fence let through (a refusal as a lost lease)
-   * or that the write failed outright, then ends the life. @internal
+   * A task's fenced write ended: reports what the fence let through (a refusal as a lost lease,
+   * or as the cancel it was) or that the write failed outright, then ends the life. @internal
    */
   finalized(h: Held<Row>, result: FinalizeResult | undefined, error?: Error): void {
     if (h.settles) {
@@ -515,7 +515,11 @@ export class TaskRunner<Row> implements HeldBy<Row> {
     try {
       if (result === undefined) this.#p.onError(error ?? new Error('finalize failed'));
       else if (result.won) this.#won(h, result.status);
-      else {
+      else if (result.status === 'cancelled') {
+        // cancelled while its handler finished: the row says so, and no lease was lost
+        this.#cancelled(h);
+        h.tel?.settle('cancelled', h.reason as Error);
+      } else {
         const lost = new LeaseLostError(h.id, h.leaseVersion, `finalize refused: task ${h.id} lease_version ${h.leaseVersion} moved on`);
         this.#reportLeaseLost(h.task, lost);
         h.tel?.settle('lease_lost', lost);
