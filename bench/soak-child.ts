@@ -1,7 +1,7 @@
 // One worker process of bench/soak.ts: core's worker at the library defaults over the soak's task
 // types, killed and restarted by the runner. Through a pooler (SOAK_POOLER_URL) its pool sends no
-// prepared statements and it LISTENs on a direct connection. What its logger writes goes to
-// stderr, which the runner counts.
+// prepared statements and it LISTENs on a direct connection. Its logger's warnings and errors go
+// to stderr, which the runner counts.
 import pg from 'pg';
 import { createWorker, noPreparedStatements } from '@leasehold/core';
 import { soakTasks } from './soak-tasks.js';

@@ -9,9 +9,8 @@
 //
 // At the end it checks what users rely on and exits 1 if any fails: every task done (none pending,
 // running, sleeping or dead; a cancelled run cancelled or done), every done task's effect recorded,
-// each ordered group's effects in order,
-// and nothing written to the workers' logs (a `deadlock detected` there found the heartbeat's lock
-// order, see docs/guarantees.md). It prints effects repeated (from the kills: at-least-once) and how
+// each ordered group's effects in order, and no warning or error in the workers' logs (a
+// `deadlock detected` there found the heartbeat's lock order, see docs/guarantees.md). It prints effects repeated (from the kills: at-least-once) and how
 // late the scheduled tasks and the sleeps started (not checked: a loaded machine's figures).
 //   DATABASE_URL=postgres://… npx tsx --conditions=@leasehold/source bench/soak.ts
 //   SOAK_SECONDS: how long it produces (default 60); SOAK_RATE: a multiplier of the rates (1);
@@ -49,7 +48,7 @@ if (HOLD) {
   await holder.query('SELECT count(*) FROM pg_class');
 }
 
-// the workers' log lines (their logger writes to stderr): each one is a finding
+// the workers' warnings and errors (their logger writes those to stderr, info to stdout): each one is a finding
 const logged: string[] = [];
 const children: ChildProcess[] = [];
 async function startChild(slot: number): Promise<void> {
