@@ -11,7 +11,12 @@ export const SOAK_LEASE = '3s';
 /** Wall-clock ms with sub-millisecond resolution. */
 const wallNow = () => performance.timeOrigin + performance.now();
 
-export function soakTasks(schema: string, pool: pg.Pool) {
+/**
+ * `version` 2 is the code of a deploy under running workflows (docs/workflows.md, "Changing
+ * workflow code"): the sleeping workflow gains a step behind a patch before its sleep and one at
+ * its end, as version 2 that also runs version 1's runs.
+ */
+export function soakTasks(schema: string, pool: pg.Pool, version: 1 | 2 = 1) {
   const effect = (kind: string, key: string, dueMs: number | null, place: string | null = null) =>
     pool.query(`INSERT INTO ${schema}.soak_effect (kind, key, due_ms, at_ms, pid, place) VALUES ($1, $2, $3, $4, $5, $6)`, [kind, key, dueMs, wallNow(), process.pid, place]);
   const limit = defineLimit('soak-concurrency', { concurrency: 20 });
@@ -30,10 +35,13 @@ export function soakTasks(schema: string, pool: pg.Pool) {
     /** A workflow: a step, a sleep, a step that records the effect against the sleep's end. */
     sleep: defineTask<{ k: string; ms: number }>('soak-sleep', {
       lease: SOAK_LEASE,
+      ...(version === 2 ? { version: 2, accepts: [1] } : {}),
       handler: async ({ k, ms }, ctx) => {
         const calledAt = await ctx.step('called', async () => wallNow());
+        if (version === 2 && (await ctx.patched('audit'))) await ctx.step('audit', async () => wallNow());
         await ctx.sleep('nap', ms);
         await ctx.step('woke', async () => void (await effect('sleep', k, calledAt + ms)));
+        if (version === 2) await ctx.step('after', async () => wallNow());
       },
     }),
     limited: defineTask<{ k: string }>('soak-limited', {

@@ -4,7 +4,10 @@
 // behind their groups' heads from the start; and, each second, plain tasks, tasks enqueued with a
 // start time, tasks whose first attempt fails, workflow runs that sleep, and tasks under a
 // concurrency limit, plus, every 10 s, a producer transaction that commits 6.5 s after it took its
-// ids; and each second it cancels two of the workflow runs started the second before. Optionally through a pooler in transaction mode (SOAK_POOLER_URL: the same database through,
+// ids; and each second it cancels two of the workflow runs started the second before. Each killed
+// worker comes back with new code, a deploy under running workflows: its sleeping workflow has a
+// step behind a patch and one more at its end, as version 2 that accepts version 1's runs, and from
+// the first kill on the runner starts version 2 runs (SOAK_DEPLOY=0: the same code throughout). Optionally through a pooler in transaction mode (SOAK_POOLER_URL: the same database through,
 // say, PgBouncer; the workers LISTEN on a direct connection).
 //
 // At the end it checks what users rely on and exits 1 if any fails: every task done (none pending,
@@ -30,6 +33,7 @@ const RATE = Number(process.env.SOAK_RATE ?? 1);
 const ORDERED_ROWS = Number(process.env.SOAK_ORDERED_ROWS ?? 50_000);
 const KILLS = Number(process.env.SOAK_KILLS ?? 2);
 const HOLD = process.env.SOAK_HOLD !== '0';
+const DEPLOY = process.env.SOAK_DEPLOY !== '0';
 const GROUP_SIZE = 500;
 const SCHEMA = `soak_${process.pid}`;
 const wallNow = () => performance.timeOrigin + performance.now();
@@ -38,7 +42,7 @@ const admin = new pg.Pool({ connectionString: url, max: 6 });
 await admin.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`);
 await migrate(admin, { schema: SCHEMA });
 await admin.query(`CREATE TABLE ${SCHEMA}.soak_effect (kind text NOT NULL, key text NOT NULL, due_ms float8, at_ms float8 NOT NULL, pid int NOT NULL, place text)`);
-const tasks = soakTasks(SCHEMA, admin);
+let tasks = soakTasks(SCHEMA, admin);
 
 let holder: pg.Client | undefined;
 if (HOLD) {
@@ -51,8 +55,8 @@ if (HOLD) {
 // the workers' warnings and errors (their logger writes those to stderr, info to stdout): each one is a finding
 const logged: string[] = [];
 const children: ChildProcess[] = [];
-async function startChild(slot: number): Promise<void> {
-  const child = fork(new URL('./soak-child.ts', import.meta.url), [SCHEMA, url, POOLER], {
+async function startChild(slot: number, version: 1 | 2 = 1): Promise<void> {
+  const child = fork(new URL('./soak-child.ts', import.meta.url), [SCHEMA, url, POOLER, String(version)], {
     execArgv: ['--conditions=@leasehold/source', '--import', 'tsx'],
     stdio: ['ignore', 'inherit', 'pipe', 'ipc'],
   });
@@ -78,7 +82,7 @@ for (let first = 0; first < ORDERED_ROWS; first += 5_000) {
   await enqueueMany(admin, tasks.ordered, items, { schema: SCHEMA });
   count('ordered', items.length);
 }
-console.log(`soak ${SCHEMA}: ${ORDERED_ROWS} ordered rows, ${SECONDS} s of mixed work ×${RATE}, ${KILLS} kills, snapshot ${HOLD ? 'held' : 'not held'}${POOLER ? ', workers through the pooler' : ''}`);
+console.log(`soak ${SCHEMA}: ${ORDERED_ROWS} ordered rows, ${SECONDS} s of mixed work ×${RATE}, ${KILLS} kills${DEPLOY && KILLS > 0 ? ' (each a deploy)' : ''}, snapshot ${HOLD ? 'held' : 'not held'}${POOLER ? ', workers through the pooler' : ''}`);
 
 const t0 = wallNow();
 const killAt = new Set(Array.from({ length: KILLS }, (_, k) => Math.floor(((k + 1) * SECONDS) / (KILLS + 1))));
@@ -124,7 +128,9 @@ for (let s = 0; s < SECONDS; s++) {
     children[slot]!.kill('SIGKILL');
     await once(children[slot]!, 'exit');
     await new Promise((r) => setTimeout(r, 1_000));
-    await startChild(slot);
+    await startChild(slot, DEPLOY ? 2 : 1);
+    // new producers of the new code start new runs at its version
+    if (DEPLOY) tasks = soakTasks(SCHEMA, admin, 2);
   }
   const wait = t0 + (s + 1) * 1_000 - wallNow();
   if (wait > 0) await new Promise((r) => setTimeout(r, wait));
@@ -170,6 +176,14 @@ const { rows: order } = await admin.query<{ bad: number }>(`
                  FROM ${SCHEMA}.soak_effect WHERE kind = 'ordered' GROUP BY 1, 2)
   SELECT count(*)::int AS bad FROM (SELECT at, lag(at) OVER (PARTITION BY g ORDER BY seq) AS before FROM first) AS x WHERE before > at`);
 if (order[0]!.bad > 0) failures.push(`${order[0]!.bad} ordered tasks ran before the one ahead of them`);
+if (DEPLOY && KILLS > 0) {
+  const { rows: versions } = await admin.query<{ version: number; runs: number; audit: number; after: number }>(`
+    SELECT t.version, count(*)::int AS runs,
+           count(*) FILTER (WHERE EXISTS (SELECT 1 FROM ${SCHEMA}.task_step AS s WHERE s.task_id = t.id AND s.name = 'audit'))::int AS audit,
+           count(*) FILTER (WHERE EXISTS (SELECT 1 FROM ${SCHEMA}.task_step AS s WHERE s.task_id = t.id AND s.name = 'after'))::int AS after
+    FROM ${SCHEMA}.task AS t WHERE t.name = 'soak-sleep' GROUP BY 1 ORDER BY 1`);
+  console.log(`the deploy: sleeping runs ${versions.map((r) => `of version ${r.version} ${r.runs} (the patched step in ${r.audit}, the new last step in ${r.after})`).join(', ')}`);
+}
 const { rows: lateness } = await admin.query<{ kind: string; n: number; p: number[] }>(`
   SELECT kind || CASE WHEN key LIKE 'late-%' THEN ' (committed 6.5 s after due)' ELSE '' END AS kind, count(*)::int AS n,
          percentile_cont(ARRAY[0.5, 0.99, 1]) WITHIN GROUP (ORDER BY at_ms - due_ms) AS p
