@@ -22,6 +22,7 @@
 // Works in a schema of its own (soak_<pid>) in that database, dropped at the end.
 import { fork, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import { createInterface } from 'node:readline';
 import pg from 'pg';
 import { cancelTask, enqueueMany, migrate } from '@leasehold/core';
 import { soakTasks } from './soak-tasks.js';
@@ -52,17 +53,22 @@ if (HOLD) {
   await holder.query('SELECT count(*) FROM pg_class');
 }
 
-// the workers' warnings and errors (their logger writes those to stderr, info to stdout): each one is a finding
+// the workers' warnings and errors (their logger writes those to stderr, info to stdout), and a
+// worker that exits unasked: each one is a finding
 const logged: string[] = [];
 const children: ChildProcess[] = [];
+const asked = new Set<ChildProcess>();
 async function startChild(slot: number, version: 1 | 2 = 1): Promise<void> {
   const child = fork(new URL('./soak-child.ts', import.meta.url), [SCHEMA, url, POOLER, String(version)], {
     execArgv: ['--conditions=@leasehold/source', '--import', 'tsx'],
     stdio: ['ignore', 'inherit', 'pipe', 'ipc'],
   });
-  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
-    for (const line of chunk.split('\n')) if (line.startsWith('[leasehold]')) logged.push(line);
-    process.stderr.write(chunk);
+  createInterface({ input: child.stderr! }).on('line', (line) => {
+    if (line.startsWith('[leasehold]')) logged.push(line);
+    process.stderr.write(`${line}\n`);
+  });
+  child.once('exit', (code, signal) => {
+    if (!asked.has(child)) logged.push(`a worker exited unasked (code ${code}, signal ${signal})`);
   });
   children[slot] = child;
   await once(child, 'message');
@@ -125,6 +131,7 @@ for (let s = 0; s < SECONDS; s++) {
   }
   if (killAt.has(s)) {
     const slot = kills++ % 2;
+    asked.add(children[slot]!);
     children[slot]!.kill('SIGKILL');
     await once(children[slot]!, 'exit');
     await new Promise((r) => setTimeout(r, 1_000));
@@ -191,8 +198,11 @@ const { rows: lateness } = await admin.query<{ kind: string; n: number; p: numbe
 for (const r of lateness) console.log(`late, ${r.kind}: p50 / p99 / max ${r.p.map((x) => Math.round(x)).join(' / ')} ms (${r.n})`);
 if (logged.length > 0) failures.push(`${logged.length} lines in the workers' logs, the first: ${logged[0]}`);
 
-for (const child of children) child.kill('SIGTERM');
-await Promise.all(children.map((c) => (c.exitCode === null ? once(c, 'exit') : undefined)));
+for (const child of children) {
+  asked.add(child);
+  child.kill('SIGTERM');
+}
+await Promise.all(children.map((c) => (c.exitCode === null && c.signalCode === null ? once(c, 'exit') : undefined)));
 if (holder) await holder.query('ROLLBACK').then(() => holder!.end());
 if (process.env.SOAK_KEEP !== '1') await admin.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`);
 await admin.end();
