@@ -20,6 +20,7 @@ export function soakTasks(schema: string, pool: pg.Pool, version: 1 | 2 = 1) {
   const effect = (kind: string, key: string, dueMs: number | null, place: string | null = null) =>
     pool.query(`INSERT INTO ${schema}.soak_effect (kind, key, due_ms, at_ms, pid, place) VALUES ($1, $2, $3, $4, $5, $6)`, [kind, key, dueMs, wallNow(), process.pid, place]);
   const limit = defineLimit('soak-concurrency', { concurrency: 20 });
+  const leaf = defineTask<{ k: string }>('soak-leaf', { lease: SOAK_LEASE, handler: async ({ k }) => void (await effect('leaf', k, null)) });
   return {
     plain: defineTask<{ k: string }>('soak-plain', { lease: SOAK_LEASE, handler: async ({ k }) => void (await effect('plain', k, null)) }),
     /** Enqueued with `runAt`: `due` is that time, on the runner's clock. */
@@ -52,6 +53,16 @@ export function soakTasks(schema: string, pool: pg.Pool, version: 1 | 2 = 1) {
         await effect('limited', k, null);
       },
     }),
+    /** A workflow that fans out to five `leaf` children, waits for them, then records its effect. */
+    fan: defineTask<{ k: string }>('soak-fan', {
+      lease: SOAK_LEASE,
+      handler: async ({ k }, ctx) => {
+        const kids = await ctx.spawn('kids', leaf, Array.from({ length: 5 }, (_, i) => ({ payload: { k: `${k}.${i}` } })));
+        await ctx.waitForChildren(kids);
+        await ctx.step('fanned', async () => void (await effect('fan', k, null)));
+      },
+    }),
+    leaf,
     /** Ordered: `seq` is its place in its group `g`. */
     ordered: defineTask<{ k: string; g: string; seq: number }>('soak-ordered', {
       lease: SOAK_LEASE,

@@ -4,7 +4,8 @@
 // behind their groups' heads from the start; and, each second, plain tasks, tasks enqueued with a
 // start time, tasks whose first attempt fails, workflow runs that sleep, and tasks under a
 // concurrency limit, plus, every 10 s, a producer transaction that commits 6.5 s after it took its
-// ids; and each second it cancels two of the workflow runs started the second before. Each killed
+// ids; each second five workflows that fan out to five children each; and each second it cancels
+// two of the sleeping runs and one of the fan-outs (with its children) started the second before. Each killed
 // worker comes back with new code, a deploy under running workflows: its sleeping workflow has a
 // step behind a patch and one more at its end, as version 2 that accepts version 1's runs, and from
 // the first kill on the runner starts version 2 runs (SOAK_DEPLOY=0: the same code throughout). Optionally through a pooler in transaction mode (SOAK_POOLER_URL: the same database through,
@@ -95,6 +96,7 @@ const killAt = new Set(Array.from({ length: KILLS }, (_, k) => Math.floor(((k + 
 const late: Promise<void>[] = [];
 let kills = 0;
 let lastRuns: { id: string }[] = [];
+let lastFans: { id: string }[] = [];
 const cancelled = new Set<string>();
 for (let s = 0; s < SECONDS; s++) {
   const now = wallNow();
@@ -114,8 +116,12 @@ for (let s = 0; s < SECONDS; s++) {
     await cancelTask(admin, run.id, { schema: SCHEMA, reason: 'soak' });
   }
   lastRuns = runs;
+  // fan-outs: one of the second before cancelled, with its unfinished children
+  const fans = await enqueueMany(admin, tasks.fan, batch(5, () => ({ payload: { k: key('f') } })), o);
+  for (const fan of lastFans.slice(0, 1)) for (const id of (await cancelTask(admin, fan.id, { schema: SCHEMA, reason: 'soak' })).cancelled) cancelled.add(id);
+  lastFans = fans;
   await enqueueMany(admin, tasks.limited, batch(60, () => ({ payload: { k: key('l') } })), o);
-  for (const [kind, per] of [['plain', 200], ['at', 40], ['retry', 20], ['sleep', 20], ['limited', 60]] as const) count(kind, n(per));
+  for (const [kind, per] of [['plain', 200], ['at', 40], ['retry', 20], ['sleep', 20], ['limited', 60], ['fan', 5]] as const) count(kind, n(per));
   if (s % 10 === 5) {
     // a producer's long transaction: its ids and due times taken now, visible 6.5 s later
     const c = await admin.connect();
@@ -164,15 +170,16 @@ const { rows: wrong } = await admin.query<{ id: string; status: string }>(
   [[...cancelled]],
 );
 if (wrong.length > 0) failures.push(`${wrong.length} tasks ended otherwise than done (or cancelled when cancelled), e.g. ${wrong[0]!.id} ${wrong[0]!.status}`);
+// the children are not counted: a fan-out cancelled before it spawned has none
 const total = [...expected.values()].reduce((a, b) => a + b, 0);
-const rowCount = ended.reduce((a, r) => a + r.n, 0);
-if (rowCount !== total) failures.push(`${rowCount} task rows for ${total} enqueued`);
+const { rows: enqueued } = await admin.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${SCHEMA}.task WHERE name <> 'soak-leaf'`);
+if (enqueued[0]!.n !== total) failures.push(`${enqueued[0]!.n} task rows for ${total} enqueued`);
 const { rows: effects } = await admin.query<{ kind: string; keys: number; effects: number }>(
   `SELECT kind, count(DISTINCT key)::int AS keys, count(*)::int AS effects FROM ${SCHEMA}.soak_effect GROUP BY 1 ORDER BY 1`,
 );
-for (const [kind, want] of expected) {
+for (const [kind, want] of [...expected, ['leaf', NaN] as const]) {
   const got = effects.find((r) => r.kind === kind);
-  console.log(`${kind}: ${got?.keys ?? 0} of ${want} tasks took effect, ${(got?.effects ?? 0) - (got?.keys ?? 0)} effects repeated`);
+  console.log(`${kind}: ${got?.keys ?? 0}${Number.isNaN(want) ? '' : ` of ${want}`} tasks took effect, ${(got?.effects ?? 0) - (got?.keys ?? 0)} effects repeated`);
 }
 const { rows: missing } = await admin.query<{ n: number }>(`
   SELECT count(*)::int AS n FROM ${SCHEMA}.task AS t
