@@ -2,10 +2,11 @@
 // locks them in id order, as a finalize that locks parents first does. (A bitmap scan of a table
 // whose rows no longer lie in id order reaches them by page; the heartbeat, which touches the same
 // rows at once, passes over a locked row instead of waiting: test/core/heartbeat.int.test.ts.)
-// The batch arrives in completion order; here, the reverse of id order.
+// The batch arrives in completion order; here, the reverse of id order. A cancel of a tree locks
+// its rows in id order too, before its write.
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
-import { defineTask, enqueueMany, taskTable } from '@leasehold/core';
+import { cancelTask, defineTask, enqueueMany, taskTable } from '@leasehold/core';
 import { leaseFinalizeMany, toDone, toRetry, type FinalizeItem } from '@leasehold/core/internal';
 import { useTestDatabase, waitForLockWaiters } from '../fixtures.js';
 
@@ -87,5 +88,48 @@ describe('a write that ends children locks the parents and its own rows in one i
     const results = await finalizing;
     expect(parentFree).toBe(true);
     expect(results.every((r) => r.won)).toBe(true);
+  });
+});
+
+describe('a cancel of a tree locks its rows in id order', () => {
+  it('while it waits on a row its scan meets first, it already holds a lower one that lies on a later page', async () => {
+    await sql`TRUNCATE leasehold.task`.execute(t.db);
+    await enqueueMany(t.pool, noop, Array.from({ length: ROWS + 1 }, (_, n) => ({ payload: { n } })));
+    const ids = (await sql<{ id: string }>`SELECT id FROM leasehold.task ORDER BY id`.execute(t.db)).rows.map((r) => String(r.id));
+    const [parent, ...children] = ids;
+    await sql`UPDATE leasehold.task SET parent_id = ${parent} WHERE id <> ${parent}`.execute(t.db);
+    // the lowest children's rows move to the table's end, as a table's history scatters its rows
+    // (a snapshot held meanwhile keeps their old versions, so no page has room for the new ones)
+    const snapshot = await t.client();
+    await snapshot.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
+    await snapshot.query('SELECT count(*) FROM leasehold.task');
+    const lowest = children.slice(0, 50);
+    await sql`UPDATE leasehold.task SET status = 'waiting' WHERE id = ANY(${lowest}::bigint[])`.execute(t.db);
+    await sql`UPDATE leasehold.task SET status = 'pending' WHERE id = ANY(${lowest}::bigint[])`.execute(t.db);
+    await snapshot.query('ROLLBACK');
+    await sql`ANALYZE leasehold.task`.execute(t.db);
+    // the last row by page, and the first by page of those above it in id
+    const byPage = (await sql<{ id: string }>`SELECT id FROM leasehold.task WHERE id <> ${parent} ORDER BY ctid`.execute(t.db)).rows.map((r) => String(r.id));
+    const last = byPage.at(-1)!;
+    const first = byPage.find((id) => BigInt(id) > BigInt(last));
+    expect(first, 'a row above the last one by page lies on an earlier page').toBeDefined();
+    // another transaction holds that first row, as a worker's write of its end would
+    const holder = await t.client();
+    await holder.query('BEGIN');
+    await holder.query('SELECT id FROM leasehold.task WHERE id = $1 FOR NO KEY UPDATE', [first]);
+    // the plan a table with a history gets: by page, not by id
+    const canceller = await t.client();
+    await canceller.query('SET enable_indexscan = off');
+    const cancelling = cancelTask(canceller, parent!);
+    await waitForLockWaiters(t.db);
+    const probe = await t.client();
+    const lastHeld = await probe.query('SELECT id FROM leasehold.task WHERE id = $1 FOR NO KEY UPDATE NOWAIT', [last]).then(
+      () => false,
+      (error: { code?: string }) => error.code === '55P03', // lock_not_available
+    );
+    await holder.query('ROLLBACK');
+    const { cancelled } = await cancelling;
+    expect(lastHeld).toBe(true);
+    expect(cancelled).toHaveLength(ROWS + 1);
   });
 });

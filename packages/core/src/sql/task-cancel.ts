@@ -20,6 +20,7 @@ export interface CancelOutcome {
  * row becomes `cancelled`, its lease cleared (a running handler's next fenced write is refused;
  * its heartbeat learns it was cancelled). An ordered group whose head was cancelled hands its
  * head to the next row, under the group's lock. Ended rows (done, cancelled) stay as they are.
+ * Locks the tree's unfinished rows in id order (after their groups' rows).
  */
 export async function taskCancelTree(executor: Executor, table: LeasedTable<unknown>, id: string, reason: string): Promise<CancelOutcome> {
   return inTransaction(
@@ -31,6 +32,10 @@ export async function taskCancelTree(executor: Executor, table: LeasedTable<unkn
       const open = tree.filter((r) => r.open).map((r) => String(r.id));
       if (open.length === 0) return { found: true, cancelled: [] };
       const groups = await leaseLockGroupsOfRows(trx, table, open);
+      // the tree's rows in id order before the write, which reaches them in whatever order its
+      // plan takes (by page, for a bitmap scan): as a worker's write that ends children locks
+      // their parent, lower in id, first, so the two never wait for each other in a cycle
+      await execute(trx, sql`SELECT c.id FROM ${t} AS c WHERE c.id = ANY(${open}::bigint[]) ORDER BY c.id FOR NO KEY UPDATE`, { prepare: false });
       const changed = await execute<{ id: string }>(
         trx,
         sql`
