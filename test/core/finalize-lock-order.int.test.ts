@@ -5,6 +5,7 @@
 // The batch arrives in completion order; here, the reverse of id order. A cancel of a tree locks
 // its rows in id order too, before its write.
 import { sql } from 'kysely';
+import type pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { cancelTask, defineTask, enqueueMany, taskTable } from '@leasehold/core';
 import { leaseFinalizeMany, toDone, toRetry, type FinalizeItem } from '@leasehold/core/internal';
@@ -15,6 +16,17 @@ const table = taskTable();
 const ROWS = 400;
 
 const noop = defineTask<{ n: number }>('finalize-lock-order', { handler: () => {} });
+
+/** Whether another transaction holds `id` locked: `probe` asks for it without waiting. */
+async function lockedElsewhere(probe: pg.ClientBase, id: string): Promise<boolean> {
+  return probe.query('SELECT id FROM leasehold.task WHERE id = $1 FOR NO KEY UPDATE NOWAIT', [id]).then(
+    () => false,
+    (error: { code?: string }) => {
+      if (error.code === '55P03') return true; // lock_not_available
+      throw error;
+    },
+  );
+}
 
 async function leasedTasks(): Promise<string[]> {
   await sql`TRUNCATE leasehold.task`.execute(t.db);
@@ -42,11 +54,7 @@ describe('a batched fenced write locks in id order', () => {
     const finalizing = leaseFinalizeMany(t.pool, table, items);
     await waitForLockWaiters(t.db);
 
-    const probe = await t.client();
-    const lowestHeld = await probe.query('SELECT id FROM leasehold.task WHERE id = $1 FOR NO KEY UPDATE NOWAIT', [lowest]).then(
-      () => false,
-      (error: { code?: string }) => error.code === '55P03', // lock_not_available
-    );
+    const lowestHeld = await lockedElsewhere(await t.client(), lowest);
     await holder.query('ROLLBACK');
     const results = await finalizing;
     expect(lowestHeld).toBe(true);
@@ -77,13 +85,7 @@ describe('a write that ends children locks the parents and its own rows in one i
     await waitForLockWaiters(t.db);
     // the heartbeat goes on to the parent: a write that had locked the parent before its lower
     // row would hold it now, and the two would wait for each other
-    const parentFree = await heartbeat.query('SELECT id FROM leasehold.task WHERE id = $1 FOR NO KEY UPDATE NOWAIT', [parent]).then(
-      () => true,
-      (error: { code?: string }) => {
-        if (error.code === '55P03') return false; // lock_not_available
-        throw error;
-      },
-    );
+    const parentFree = !(await lockedElsewhere(heartbeat, parent!));
     await heartbeat.query('ROLLBACK');
     const results = await finalizing;
     expect(parentFree).toBe(true);
@@ -122,11 +124,7 @@ describe('a cancel of a tree locks its rows in id order', () => {
     await canceller.query('SET enable_indexscan = off');
     const cancelling = cancelTask(canceller, parent!);
     await waitForLockWaiters(t.db);
-    const probe = await t.client();
-    const lastHeld = await probe.query('SELECT id FROM leasehold.task WHERE id = $1 FOR NO KEY UPDATE NOWAIT', [last]).then(
-      () => false,
-      (error: { code?: string }) => error.code === '55P03', // lock_not_available
-    );
+    const lastHeld = await lockedElsewhere(await t.client(), last);
     await holder.query('ROLLBACK');
     const { cancelled } = await cancelling;
     expect(lastHeld).toBe(true);
