@@ -71,30 +71,22 @@ function extendStatement(
   v: { readonly ids: unknown; readonly versions: unknown; readonly leaseMs: readonly number[] },
 ): RawBuilder<{ id: string; version: string; lease_until: Date | null }> {
   const t = tableRef(table);
+  // in id order, like a finalize that locks a child's parent, lower in id, before the child
+  const head = sql`
+      WITH f AS (
+        SELECT * FROM unnest(${v.ids}::bigint[], ${v.versions}::bigint[], ${v.leaseMs}::float8[]) AS f(id, version, lease_ms)
+      ), locked AS (
+        SELECT l.id FROM ${t} AS l WHERE ${byPrimaryKey('l', 'f', 'processing')}
+        ORDER BY l.id FOR NO KEY UPDATE${skipLocked ? sql` SKIP LOCKED` : sql``}
+      )`;
   const extend = sql`
       UPDATE ${t} AS t
       SET lease_until = now() + f.lease_ms * interval '1 millisecond'
       FROM f
       WHERE ${fenceEach('t', 'f', 'locked')}
       RETURNING t.id, f.version, t.lease_until`;
-  if (!skipLocked) {
-    return sql`
-      WITH f AS (
-        SELECT * FROM unnest(${v.ids}::bigint[], ${v.versions}::bigint[], ${v.leaseMs}::float8[]) AS f(id, version, lease_ms)
-      ), locked AS (
-        -- in id order, like a finalize that locks a child's parent, lower in id, before the child
-        SELECT l.id FROM ${t} AS l WHERE ${byPrimaryKey('l', 'f', 'processing')}
-        ORDER BY l.id FOR NO KEY UPDATE
-      )${extend}
-    `;
-  }
-  return sql`
-      WITH f AS (
-        SELECT * FROM unnest(${v.ids}::bigint[], ${v.versions}::bigint[], ${v.leaseMs}::float8[]) AS f(id, version, lease_ms)
-      ), locked AS (
-        SELECT l.id FROM ${t} AS l WHERE ${byPrimaryKey('l', 'f', 'processing')}
-        ORDER BY l.id FOR NO KEY UPDATE SKIP LOCKED
-      ), extended AS (${extend}
+  if (!skipLocked) return sql`${head}${extend}`;
+  return sql`${head}, extended AS (${extend}
       ), passed AS (
         -- not locked: held by another transaction, or no longer processing (few, either way)
         SELECT f.id, f.version FROM f WHERE NOT EXISTS (SELECT 1 FROM locked AS k WHERE k.id = f.id)

@@ -32,19 +32,21 @@ export async function taskCancelTree(executor: Executor, table: LeasedTable<unkn
       const open = tree.filter((r) => r.open).map((r) => String(r.id));
       if (open.length === 0) return { found: true, cancelled: [] };
       const groups = await leaseLockGroupsOfRows(trx, table, open);
-      // the tree's rows in id order before the write, which reaches them in whatever order its
-      // plan takes (by page, for a bitmap scan): as a worker's write that ends children locks
-      // their parent, lower in id, first, so the two never wait for each other in a cycle
-      await execute(trx, sql`SELECT c.id FROM ${t} AS c WHERE c.id = ANY(${open}::bigint[]) ORDER BY c.id FOR NO KEY UPDATE`, { prepare: false });
       const changed = await execute<{ id: string }>(
         trx,
+        // the tree's rows locked in id order before the write, which reaches them in whatever
+        // order its plan takes (by page, for a bitmap scan): as a worker's write that ends
+        // children locks their parent, lower in id, first, so the two never wait in a cycle
         sql`
+          WITH locked AS (
+            SELECT l.id FROM ${t} AS l WHERE l.id = ANY(${open}::bigint[]) ORDER BY l.id FOR NO KEY UPDATE
+          )
           UPDATE ${t} AS c
           SET status = 'cancelled', resolution = ${`cancelled: ${reason}`.replaceAll('\u0000', '\uFFFD')}, resolved_at = now(),
               done_at = now(), lease_owner = NULL, lease_until = NULL, wait_for = NULL, scheduled = false,
               -- out of its group's queue: the group's next head is chosen among blocked rows
               blocked = false
-          WHERE c.id = ANY(${open}::bigint[]) AND c.status IN ('pending', 'processing', 'waiting', 'dead')
+          WHERE c.id = ANY(ARRAY(SELECT id FROM locked)) AND c.status IN ('pending', 'processing', 'waiting', 'dead')
           RETURNING c.id
         `,
         { prepare: false },

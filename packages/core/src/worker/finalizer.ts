@@ -110,7 +110,7 @@ export class Finalizer {
         for (const hook of hooks) await hook(trx);
         return result;
       }),
-    ).then(async (result) => (result.won ? result : (await this.#refusals([item], [result], false))[0]!));
+    ).then(async (result) => (await this.#refusals([item], [result], false))[0]!);
   }
 
   /**
@@ -219,8 +219,9 @@ export class Finalizer {
   //   dead anyway);
   // - a row `cancelled` at our token was cancelled while its handler finished: no lease was lost.
   async #refusals(items: readonly FinalizeItem[], results: FinalizeResult[], retried: boolean): Promise<FinalizeResult[]> {
+    // every batch passes here: nothing allocated when nothing was refused
+    if (results.every((r) => r.won)) return results;
     const refused = results.filter((r) => !r.won).map((r) => r.id);
-    if (refused.length === 0) return results;
     const now = await leaseReadState(this.#pool, this.#table, refused).catch(() => new Map<string, LeaseState>());
     return results.map((result, i) => {
       const item = items[i]!;
