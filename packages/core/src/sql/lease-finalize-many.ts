@@ -12,7 +12,7 @@ import { bigintArray } from './bigint-array.js';
 import { tableRef } from './table-ref.js';
 import { compareIds, type HeadHandoff } from './lease-claim.js';
 import { inTransaction } from './transaction.js';
-import { notifySleepers, wakeLockCte } from './wake-sleepers.js';
+import { notifySleepers, WAKE_ONCE_FIRST, wakeLockCte, wakeOnceCtes } from './wake-sleepers.js';
 
 /** One row to finalize: the fencing token its claim got, and where it goes. */
 export interface FinalizeItem {
@@ -31,6 +31,13 @@ export interface FinalizeItem {
    * locked first, in id order, so two batches ending children of the same parents never deadlock.
    */
   readonly parentId?: string | null;
+  /**
+   * The row runs under a limit (its claim said so: `LeaseClaimResult.limitedIds`). Its write frees
+   * a slot, which wakes the workers waiting for one: a write with such rows does that once, before
+   * it reaches them, so that the trigger of core migration 7 calls its function for none of them
+   * (migration 22). Left out, each such row calls it, as before.
+   */
+  readonly limited?: boolean;
 }
 
 /** Result per item, in input order. */
@@ -190,6 +197,7 @@ async function finalizeStatement(
   }
   // only core's task table has the column, and only its handlers return results
   const withResults = resultsJson.some((r) => r !== null);
+  const wakes = items.some((i) => i.limited === true);
   const values = {
     ids: bigintArray(ids),
     versions: bigintArray(versions),
@@ -202,8 +210,8 @@ async function finalizeStatement(
   };
   const rows = await executeCached<{ id: string; version: string; status: TaskStatus }, typeof values>(
     executor,
-    `leaseFinalize:${table.schema}.${table.table}:${withResults ? 'results' : ''}`,
-    (v) => generalStatement(table, withResults, v),
+    `leaseFinalize:${table.schema}.${table.table}:${withResults ? 'results' : ''}:${wakes ? 'wakes' : ''}`,
+    (v) => generalStatement(table, withResults, wakes, v),
     values,
     // planned per call: its best plan depends on how many rows the arrays hold
     { prepare: false },
@@ -222,8 +230,9 @@ interface GeneralValues extends Record<string, unknown> {
   readonly results: readonly (string | null)[];
 }
 
-// Interpolates `v` only (see executeCached): the text depends on the table and `withResults`.
-function generalStatement(table: LeasedTable<unknown>, withResults: boolean, v: GeneralValues): RawBuilder<{ id: string; version: string; status: TaskStatus }> {
+// Interpolates `v` only (see executeCached): the text depends on the table, `withResults` and `wakes`
+// (rows under limits: the slot-freed wake-up done once, see FinalizeItem.limited).
+function generalStatement(table: LeasedTable<unknown>, withResults: boolean, wakes: boolean, v: GeneralValues): RawBuilder<{ id: string; version: string; status: TaskStatus }> {
   const setResult = withResults ? sql`, result = CASE WHEN f.status = 'done' THEN f.result ELSE t.result END` : sql``;
   const t = tableRef(table);
   return sql`
@@ -240,7 +249,7 @@ function generalStatement(table: LeasedTable<unknown>, withResults: boolean, v: 
                 now() + u.delay_ms * interval '1 millisecond'
                   > (SELECT c.created_at FROM ${t} AS c WHERE c.id = u.id) + u.max_age_ms * interval '1 millisecond') AS too_old
         FROM u
-      )
+      )${wakes ? sql`, ${wakeOnceCtes(table)}` : sql``}
       UPDATE ${t} AS t
       SET status = CASE WHEN f.too_old THEN 'dead' ELSE f.status END,
           available_at = CASE WHEN f.status = 'pending' AND NOT f.too_old
@@ -257,7 +266,7 @@ function generalStatement(table: LeasedTable<unknown>, withResults: boolean, v: 
           lease_owner = NULL,
           lease_until = NULL${setResult}
       FROM f
-      WHERE ${fenceEach('t', 'f')}
+      WHERE ${fenceEach('t', 'f')}${wakes ? sql` AND ${WAKE_ONCE_FIRST}` : sql``}
       RETURNING t.id, f.version, t.status
     `;
 }
@@ -274,6 +283,7 @@ async function finalizeDone(
   sorted: readonly FinalizeItem[],
 ): Promise<FinalizeResult[]> {
   const withResults = sorted.some((i) => i.transition.to === 'done' && i.transition.resultJson !== null);
+  const wakes = items.some((i) => i.limited === true);
   const values = {
     ids: bigintArray(sorted.map((i) => i.id)),
     versions: bigintArray(sorted.map((i) => i.leaseVersion)),
@@ -281,8 +291,8 @@ async function finalizeDone(
   };
   const refused = await executeCached<{ id: string; version: string }, typeof values>(
     executor,
-    `leaseFinalizeDone:${table.schema}.${table.table}:${withResults ? 'results' : ''}`,
-    (v) => doneStatement(table, withResults, v),
+    `leaseFinalizeDone:${table.schema}.${table.table}:${withResults ? 'results' : ''}:${wakes ? 'wakes' : ''}`,
+    (v) => doneStatement(table, withResults, wakes, v),
     values,
     { prepare: false },
   );
@@ -291,21 +301,22 @@ async function finalizeDone(
   return items.map((item) => (lost.has(tokenKey(item)) ? { id: item.id, won: false, status: null } : { id: item.id, won: true, status: 'done' }));
 }
 
-// Interpolates `v` only (see executeCached): the text depends on the table and `withResults`.
+// Interpolates `v` only (see executeCached): the text depends on the table, `withResults` and `wakes`.
 function doneStatement(
   table: LeasedTable<unknown>,
   withResults: boolean,
+  wakes: boolean,
   v: { readonly ids: unknown; readonly versions: unknown; readonly results: readonly (string | null)[] },
 ): RawBuilder<{ id: string; version: string }> {
   return sql`
       WITH f AS (
         SELECT * FROM unnest(${v.ids}::bigint[], ${v.versions}::bigint[]${withResults ? sql`, ${v.results}::jsonb[]` : sql``})
                       AS f(id, version${withResults ? sql`, result` : sql``})
-      ), written AS (
+      )${wakes ? sql`, ${wakeOnceCtes(table)}` : sql``}, written AS (
         UPDATE ${tableRef(table)} AS t
         SET status = 'done', done_at = now(), last_error = NULL, lease_owner = NULL, lease_until = NULL${withResults ? sql`, result = f.result` : sql``}
         FROM f
-        WHERE ${fenceEach('t', 'f')}
+        WHERE ${fenceEach('t', 'f')}${wakes ? sql` AND ${WAKE_ONCE_FIRST}` : sql``}
         RETURNING t.id, f.version
       )
       SELECT f.id, f.version FROM f

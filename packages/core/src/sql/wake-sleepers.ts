@@ -40,3 +40,28 @@ export function sleeperMayBeAsleep(table: LeasedTable<unknown>): RawBuilder<unkn
 export function notifySleepers(table: LeasedTable<unknown>, when: RawBuilder<unknown>): RawBuilder<unknown> {
   return sql`CASE WHEN ${when} AND ${sleeperMayBeAsleep(table)} THEN pg_notify(${table.channel}::text, '') END`;
 }
+
+/**
+ * CTEs for a write that ends rows under limits: what the slot-freed trigger's function
+ * (`notify_inserted`) does, done once before the write's UPDATE reaches a row — the wake lock
+ * taken shared, a NOTIFY while a worker may be asleep, and the table's channel recorded in
+ * `leasehold.notify_seen` as the function records it, so that the trigger's WHEN (core migration
+ * 22) passes over every row instead of calling the function for each. Nothing when this
+ * transaction did that already. The UPDATE must read `wake_once` in its WHERE
+ * ({@link WAKE_ONCE_FIRST}), which makes it run before the first row is written.
+ * @internal
+ */
+export function wakeOnceCtes(table: LeasedTable<unknown>): RawBuilder<unknown> {
+  const entry = sql`(E'\\n' || ${table.channel}::text || E'\\n')`;
+  return sql`wake_lock AS MATERIALIZED (
+        SELECT pg_advisory_xact_lock_shared(hashtext('leasehold:wake'), hashtext(${table.channel}::text)) AS held,
+               set_config('leasehold.notify_seen',
+                          coalesce(nullif(current_setting('leasehold.notify_seen', true), ''), E'\\n') || ${table.channel}::text || E'\\n', true) AS seen
+        WHERE strpos(coalesce(current_setting('leasehold.notify_seen', true), ''), ${entry}) = 0
+      ), wake_once AS MATERIALIZED (
+        SELECT ${notifySleepers(table, sql`true`)} AS woke FROM wake_lock
+      )`;
+}
+
+/** The condition an UPDATE after {@link wakeOnceCtes} adds to its WHERE: a one-time filter, read first. */
+export const WAKE_ONCE_FIRST = sql`(SELECT count(*) FROM wake_once) >= 0`;

@@ -28,6 +28,8 @@ export class Held<Row> extends TaskAbort implements QueuedWrite {
   readonly groupKey: string | null;
   /** A child task (core's task table) may wake its parent when it ends. */
   readonly parentId: string | null;
+  /** It runs under a limit (its claim said so): see `FinalizeItem.limited`. */
+  limited = false;
   /** What the fenced write writes; set when the handler is done. */
   transition: Transition = DONE;
   /** What the handler's end was classified as ({@link RELEASED}: given back by a stopping worker). */

@@ -198,6 +198,8 @@ export class TaskRunner<Row> implements HeldBy<Row> {
     const acceptedAt = tel === undefined ? 0 : performance.now();
     for (const task of tasks) {
       const h = new Held(this, task, options.settingsFor(task));
+      // its write frees the limit's slot: that write wakes the waiting workers once (FinalizeItem.limited)
+      if (first !== undefined && first.has(task.id)) h.limited = true;
       this.#held.add(h);
       if (tel !== undefined) h.tel = tel.claimed(task, acceptedAt);
       if (claimedListened) safeEmit(emitter, 'task:claimed', { task });
