@@ -1,11 +1,12 @@
 // What a long transaction elsewhere (the MVCC horizon held) does to a drain of tasks under a
 // limit: the same preloaded tasks run by two workers (one process, library defaults), with no
-// limit, under a concurrency limit of 1,000 (kept in stripes) and under one of 20 (kept in its
-// row's list), each without and then with a REPEATABLE READ snapshot held beside it. Prints each
+// limit, under a concurrency limit of 1,000 (kept in stripes), under one of 20 (kept in its
+// row's list) and, asked for as `keyed`, under one of 4 per key over LIMITS_PINNED_KEYS keys
+// (default 50), each without and then with a REPEATABLE READ snapshot held beside it. Prints each
 // drain's rate per tenth of its tasks, and the index entries its scans read per scan, as the
 // server counts them (pg_stat_user_indexes). A measurement, not a test: it asserts nothing.
 //   DATABASE_URL=postgres://… npx tsx --conditions=@leasehold/source bench/limits-pinned.ts
-//   (LIMITS_PINNED_TASKS, default 20,000; LIMITS_PINNED_KINDS, default none,striped,listed;
+//   (LIMITS_PINNED_TASKS, default 20,000; LIMITS_PINNED_KINDS, default none,striped,listed, or keyed;
 //   LIMITS_PINNED_HELD: both (default), no or yes; LIMITS_PINNED_PRIORITY: the tasks' priority,
 //   default 0)
 // Works in a schema of its own (limits_pinned_<pid>) in that database, dropped at the end.
@@ -21,9 +22,10 @@ const PRIORITY = Number(process.env.LIMITS_PINNED_PRIORITY ?? 0);
 const SCHEMA = `limits_pinned_${process.pid}`;
 const INDEXES = ['task_pkey', 'task_claim', 'task_flow_ready', 'task_flow_held_id', 'task_leased'];
 
-type Kind = 'none' | 'striped' | 'listed';
+type Kind = 'none' | 'striped' | 'listed' | 'keyed';
 
-const bounds: Record<Kind, number | undefined> = { none: undefined, striped: 1_000, listed: 20 };
+const bounds: Record<Kind, number | undefined> = { none: undefined, striped: 1_000, listed: 20, keyed: 4 };
+const KEYS = Number(process.env.LIMITS_PINNED_KEYS ?? 50);
 
 async function indexReads(pool: pg.Pool): Promise<Map<string, { scans: number; entries: number }>> {
   const { rows } = await pool.query<{ name: string; scans: string; entries: string }>(
@@ -38,12 +40,12 @@ async function drain(kind: Kind, pinned: boolean): Promise<string> {
   await admin.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`);
   await migrate(admin, { schema: SCHEMA });
   const bound = bounds[kind];
-  const limit = bound === undefined ? undefined : defineLimit('pinned', { concurrency: bound });
+  const limit = bound === undefined ? undefined : kind === 'keyed' ? defineLimit('pinned', { concurrencyPerKey: bound }) : defineLimit('pinned', { concurrency: bound });
   let handled = 0;
   const task = defineTask<{ i: number }>('pinned', { ...(limit ? { limit } : {}), handler: () => void handled++ });
   for (let done = 0; done < TASKS; done += 5_000) {
     const n = Math.min(5_000, TASKS - done);
-    await enqueueMany(admin, task, Array.from({ length: n }, (_, i) => ({ payload: { i: done + i }, priority: PRIORITY })), { schema: SCHEMA });
+    await enqueueMany(admin, task, Array.from({ length: n }, (_, i) => ({ payload: { i: done + i }, priority: PRIORITY, ...(kind === 'keyed' ? { limitKey: `k${(done + i) % KEYS}` } : {}) })), { schema: SCHEMA });
   }
   await admin.query(`VACUUM ANALYZE ${SCHEMA}.task`);
   const holder = pinned ? new pg.Client({ connectionString: url }) : undefined;
