@@ -10,6 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { cancelTask, defineTask, enqueueMany, taskTable } from '@leasehold/core';
 import { leaseFinalizeMany, toDone, toRetry, type FinalizeItem } from '@leasehold/core/internal';
 import { useTestDatabase, waitForLockWaiters } from '../fixtures.js';
+import { gate } from '../workers.js';
 
 const t = useTestDatabase();
 const table = taskTable();
@@ -129,5 +130,48 @@ describe('a cancel of a tree locks its rows in id order', () => {
     const { cancelled } = await cancelling;
     expect(lastHeld).toBe(true);
     expect(cancelled).toHaveLength(ROWS + 1);
+  });
+});
+
+describe("a write that ends a child of an ordered group locks the group's row before the parent", () => {
+  it('beside a cancel of the tree, which locks the group first and then the tree: neither waits for the other in a cycle', async () => {
+    await sql`TRUNCATE leasehold.task, leasehold.task_group`.execute(t.db);
+    await enqueueMany(t.pool, noop, [0, 1].map((n) => ({ payload: { n } })));
+    const [parent, child] = (await sql<{ id: string }>`SELECT id FROM leasehold.task ORDER BY id`.execute(t.db)).rows.map((r) => String(r.id));
+    // a workflow waiting for its child, the head of the ordered group 'g', which a worker runs
+    await sql`UPDATE leasehold.task SET status = 'waiting', wait_for = 'children' WHERE id = ${parent}`.execute(t.db);
+    await sql`UPDATE leasehold.task SET parent_id = ${parent}, group_key = 'g', status = 'processing', lease_version = 1, attempts = 1,
+                lease_owner = 'me', lease_until = now() + interval '1 hour' WHERE id = ${child}`.execute(t.db);
+    await sql`INSERT INTO leasehold.task_group (group_key, head_id) VALUES ('g', ${child})`.execute(t.db);
+
+    // the cancel stops after locking the group's row, before it locks the tree's rows
+    const canceller = await t.client();
+    const treeLock = gate();
+    let paused = false;
+    const query = canceller.query.bind(canceller) as (...args: unknown[]) => unknown;
+    (canceller as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+      const text = typeof args[0] === 'string' ? args[0] : ((args[0] as { text?: string } | null)?.text ?? '');
+      if (!paused && /status = 'cancelled'/.test(text)) {
+        paused = true;
+        return treeLock.wait.then(() => query(...args));
+      }
+      return query(...args);
+    };
+    const cancelling = cancelTask(canceller, parent!);
+    await expect.poll(() => paused, { timeout: 10_000 }).toBe(true);
+
+    // the worker's write of the child's end waits for the group's row; a write that had locked
+    // the parent first would hold it now, and the cancel, let go, would wait for it in a cycle
+    const finalizing = leaseFinalizeMany(t.pool, table, [{ id: child!, leaseVersion: 1, transition: toDone(), groupKey: 'g', parentId: parent! }]);
+    await waitForLockWaiters(t.db);
+    const parentFree = !(await lockedElsewhere(await t.client(), parent!));
+    treeLock.open();
+    const [{ cancelled }, [written]] = await Promise.all([cancelling, finalizing]);
+    expect(parentFree).toBe(true);
+    expect(cancelled).toEqual([parent, child]);
+    // the fence refused the write: the cancel came first
+    expect(written).toEqual({ id: child, won: false, status: null });
+    const { rows } = await sql<{ status: string }>`SELECT status FROM leasehold.task WHERE id = ${child}`.execute(t.db);
+    expect(rows[0]!.status).toBe('cancelled');
   });
 });

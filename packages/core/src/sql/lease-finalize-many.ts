@@ -107,8 +107,11 @@ async function finalizeMany<Row>(
   return inTransaction(
     executor,
     async (trx) => {
-      if (parents.length > 0) await lockParents(trx, table, parents, items);
+      // groups' rows before task rows, as every writer of both takes them (cancelTask, a retry
+      // of dead rows, enqueue): a write that locked the parents first waited for a group whose
+      // row a cancel of the parent's tree held, while the cancel waited for the parent
       if (groups.length > 0) await leaseLockFinishingGroups(trx, table, groups);
+      if (parents.length > 0) await lockParents(trx, table, parents, items);
       const results = await finalizeStatement(trx, table, items);
       let handed: Claimed<Row>[] = [];
       if (groups.length > 0 && handoff !== undefined) handed = (await leaseSettleGroupsHanding(trx, table, groups, handoff)).handed;
