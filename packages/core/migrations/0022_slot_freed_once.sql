@@ -1,7 +1,7 @@
 -- A task under a limit that leaves 'processing' frees a slot, and task_notify_slot_freed (migration
 -- 7) wakes the workers waiting for one. It called notify_inserted() for every such row, and the
 -- function does its work once per transaction (migration 19), so every row after the first paid a
--- PL/pgSQL call for nothing: some 2 µs a row, 10-15 % of a worker's write of 500 finished tasks
+-- PL/pgSQL call for nothing: 1-2 µs a row, about a tenth of a worker's write of finished tasks
 -- under a limit (issue 32, bench/RESULTS.md). The trigger's WHEN now also asks whether this
 -- transaction did that work already (notify_inserted records the table's channel in the setting
 -- leasehold.notify_seen): a row after that costs a comparison, not a call. A worker's write of
