@@ -3,7 +3,8 @@
 // whose rows no longer lie in id order reaches them by page; the heartbeat, which touches the same
 // rows at once, passes over a locked row instead of waiting: test/core/heartbeat.int.test.ts.)
 // The batch arrives in completion order; here, the reverse of id order. A cancel of a tree locks
-// its rows in id order too, before its write.
+// its rows in id order too, before its write, and after its groups' rows, which a write that ends
+// a child also locks before the parent.
 import { sql } from 'kysely';
 import type pg from 'pg';
 import { describe, expect, it } from 'vitest';
