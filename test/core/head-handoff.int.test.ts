@@ -4,10 +4,11 @@
 // claim in between. Rows it could not claim (another worker's task, not due yet, under a limit)
 // are unblocked for any worker, as before. A trigger records every status change of the rows.
 import { sql } from 'kysely';
+import pg from 'pg';
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createWorker, defineLimit, defineTask, enqueueMany, type LeaseWorker } from '@leasehold/core';
 import { useTestDatabase } from '../fixtures.js';
-import { nextEvent, useWorkers } from '../workers.js';
+import { gate, nextEvent, useWorkers } from '../workers.js';
 
 const t = useTestDatabase();
 const track = useWorkers();
@@ -138,6 +139,63 @@ describe('the next head of an ordering group', () => {
     expect(most).toBe(1);
     for (const c of (await changesOf(ids.slice(1))).filter((x) => x.from_blocked)) {
       expect(c).toMatchObject({ to_status: 'pending', to_blocked: false });
+    }
+  });
+});
+
+describe('an empty claim sent while a task of an ordering group runs', () => {
+  it('is not taken for idleness when that task’s write unblocked the next head before the claim answered', async () => {
+    const ran: number[] = [];
+    const first = gate();
+    let headRunning = false;
+    const limit = defineLimit('handoff-idle', { concurrency: 1 });
+    const step = defineTask<{ n: number }>('handoff-idle', {
+      limit,
+      handler: async ({ n }) => {
+        if (n === 0) {
+          headRunning = true;
+          await first.wait;
+        }
+        ran.push(n);
+      },
+    });
+    await enqueueMany(t.pool, step, [0, 1].map((n) => ({ payload: { n }, groupKey: 'idle' })));
+    // the worker's first claim sent while the head runs answers only after the head's write has
+    // committed, which unblocked the next head for the limit's claim
+    const pool = new pg.Pool({ connectionString: t.url, max: 10 });
+    const headWritten = gate();
+    let held = false;
+    pool.on('connect', (client) => {
+      const query = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>;
+      (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+        const text = typeof args[0] === 'string' ? args[0] : ((args[0] as { text?: string } | null)?.text ?? '');
+        if (!/doomed AS/.test(text) || !headRunning || held) return query(...args);
+        held = true;
+        const answered = (async () => {
+          first.open();
+          await headWritten.wait;
+        })();
+        const callback = args.at(-1);
+        if (typeof callback === 'function') {
+          return query(...args.slice(0, -1), (error: unknown, result: unknown) => void answered.then(() => callback(error, result)));
+        }
+        return query(...args).then(async (result) => {
+          await answered;
+          return result;
+        });
+      };
+    });
+    try {
+      const worker = track(createWorker({ pool, tasks: [step], concurrency: 4, listen: false, owner: 'w-idle' }));
+      worker.on('task:succeeded', (e) => (e.task.payload as { n: number }).n === 0 && headWritten.open());
+      const ranAtIdle = nextEvent(worker, 'worker:idle', () => true, 30_000).then(() => [...ran]);
+      await worker.start();
+      expect(await ranAtIdle).toEqual([0, 1]);
+      await worker.stop();
+    } finally {
+      first.open();
+      headWritten.open();
+      await pool.end();
     }
   });
 });
