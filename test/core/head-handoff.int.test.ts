@@ -171,16 +171,17 @@ describe('an empty claim sent while a task of an ordering group runs', () => {
         const text = typeof args[0] === 'string' ? args[0] : ((args[0] as { text?: string } | null)?.text ?? '');
         if (!/doomed AS/.test(text) || !headRunning || held) return query(...args);
         held = true;
-        const answered = (async () => {
+        // once the claim has run (its snapshot could not see the next head), the head ends
+        const answered = async () => {
           first.open();
           await headWritten.wait;
-        })();
+        };
         const callback = args.at(-1);
         if (typeof callback === 'function') {
-          return query(...args.slice(0, -1), (error: unknown, result: unknown) => void answered.then(() => callback(error, result)));
+          return query(...args.slice(0, -1), (error: unknown, result: unknown) => void answered().then(() => callback(error, result)));
         }
         return query(...args).then(async (result) => {
-          await answered;
+          await answered();
           return result;
         });
       };
