@@ -17,8 +17,13 @@ import type { LeasedTable } from '../leased-table.js';
  */
 export function wakeLockCte(table: LeasedTable<unknown>): RawBuilder<unknown> {
   return sql`wake AS MATERIALIZED (
-        SELECT pg_advisory_xact_lock_shared(hashtext('leasehold:wake'), hashtext(${table.channel}::text)) AS held
+        SELECT ${wakeLockShared(table)} AS held
       )`;
+}
+
+/** The table's wake lock, taken shared until the transaction ends (the key a sleeping worker tries exclusively). */
+function wakeLockShared(table: LeasedTable<unknown>): RawBuilder<unknown> {
+  return sql`pg_advisory_xact_lock_shared(hashtext('leasehold:wake'), hashtext(${table.channel}::text))`;
 }
 
 /**
@@ -54,7 +59,7 @@ export function notifySleepers(table: LeasedTable<unknown>, when: RawBuilder<unk
 export function wakeOnceCtes(table: LeasedTable<unknown>): RawBuilder<unknown> {
   const entry = sql`(E'\\n' || ${table.channel}::text || E'\\n')`;
   return sql`wake_lock AS MATERIALIZED (
-        SELECT pg_advisory_xact_lock_shared(hashtext('leasehold:wake'), hashtext(${table.channel}::text)) AS held,
+        SELECT ${wakeLockShared(table)} AS held,
                set_config('leasehold.notify_seen',
                           coalesce(nullif(current_setting('leasehold.notify_seen', true), ''), E'\\n') || ${table.channel}::text || E'\\n', true) AS seen
         WHERE strpos(coalesce(current_setting('leasehold.notify_seen', true), ''), ${entry}) = 0
