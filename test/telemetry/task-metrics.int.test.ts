@@ -164,10 +164,14 @@ describe('metrics of one task', () => {
   });
 });
 
-/** Rows still running, or pending and due (a retry in backoff), for the worker's tasks. */
+/**
+ * Rows still running, or pending and due within the minute, for the worker's tasks. A retry's 1 ms
+ * backoff can put its row just after this statement's `now()`: counted as settled, the worker was
+ * stopped while it claimed that row again, and the stop refunded the claimed attempt.
+ */
 async function unsettled(): Promise<number> {
   const { rows } = await sql<{ n: string }>`SELECT count(*) AS n FROM leasehold.task
-    WHERE name <> 'm-idle' AND (status = 'processing' OR (status = 'pending' AND available_at <= now()))`.execute(t.db);
+    WHERE name <> 'm-idle' AND (status = 'processing' OR (status = 'pending' AND available_at <= now() + interval '1 minute'))`.execute(t.db);
   return Number(rows[0]!.n);
 }
 
