@@ -19,17 +19,23 @@
 //   DATABASE_URL=postgres://… npx tsx --conditions=@leasehold/source bench/soak.ts
 //   SOAK_SECONDS: how long it produces (default 60); SOAK_RATE: a multiplier of the rates (1);
 //   SOAK_ORDERED_ROWS: ordered rows up front, in groups of 500 (50000); SOAK_KILLS (2);
-//   SOAK_HOLD=0: no snapshot held; SOAK_POOLER_URL (none)
+//   SOAK_HOLD=0: no snapshot held; SOAK_POOLER_URL (none), or SOAK_POOLER=pgbouncer: a private
+//   PgBouncer in transaction mode, started here and stopped at the end (as .ci/run runs it)
 // Works in a schema of its own (soak_<pid>) in that database, dropped at the end.
 import { fork, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import pg from 'pg';
 import { cancelTask, enqueueMany, migrate } from '@leasehold/core';
+import { databaseOf, startPgBouncer, stopPgBouncer, throughPgBouncer } from '../test/pooler/pgbouncer-process.js';
 import { soakTasks } from './soak-tasks.js';
 
 const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
-const POOLER = process.env.SOAK_POOLER_URL ?? '';
+if (![undefined, '', 'pgbouncer'].includes(process.env.SOAK_POOLER)) throw new Error('SOAK_POOLER must be pgbouncer (or unset)');
+// server connections for the two workers' pools (10 each) and the ones a restarted worker opens
+const bouncer = process.env.SOAK_POOLER === 'pgbouncer' ? await startPgBouncer(url, 20) : undefined;
+process.once('exit', () => bouncer?.proc.kill('SIGKILL'));
+const POOLER = bouncer ? throughPgBouncer(url, bouncer.port, databaseOf(url)) : (process.env.SOAK_POOLER_URL ?? '');
 const SECONDS = Number(process.env.SOAK_SECONDS ?? 60);
 const RATE = Number(process.env.SOAK_RATE ?? 1);
 const ORDERED_ROWS = Number(process.env.SOAK_ORDERED_ROWS ?? 50_000);
@@ -213,5 +219,6 @@ await Promise.all(children.map((c) => (c.exitCode === null && c.signalCode === n
 if (holder) await holder.query('ROLLBACK').then(() => holder!.end());
 if (process.env.SOAK_KEEP !== '1') await admin.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`);
 await admin.end();
+if (bouncer) await stopPgBouncer(bouncer);
 console.log(failures.length === 0 ? 'soak: every check passed' : `soak: FAILED\n- ${failures.join('\n- ')}`);
 process.exitCode = failures.length === 0 ? 0 : 1;
