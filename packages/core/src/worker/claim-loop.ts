@@ -384,6 +384,6 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>): Promise<void>
       continue;
     }
     // the queue is drained as far as this claim saw: claim again, or sleep until woken
-    await parts.guard.afterShortClaim();
+    await parts.guard.afterShortClaim({ sentAt, whole: !readyOnly });
   }
 }

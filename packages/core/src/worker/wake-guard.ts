@@ -26,6 +26,20 @@ export interface WakeGuardParts {
 const BUSY_WAIT_MAX_MS = 32;
 
 /**
+ * A worker sleeps on its last announcement only while it stays live this long past the sleep's
+ * first renewal (WAKE_RENEW_MS into the sleep), in ms: room for a late timer or a slow renewal.
+ */
+const LIVE_MARGIN_MS = 500;
+
+/** What the claim that came back short was, for {@link WakeGuard.afterShortClaim}. */
+export interface ShortClaim {
+  /** When it was sent (`performance.now()`). */
+  readonly sentAt: number;
+  /** A whole claim (every source), not a ready-only one. */
+  readonly whole: boolean;
+}
+
+/**
  * Lets a worker sleep without missing a wake-up, although producers notify only while a worker
  * may be asleep (core migration 5). Before it sleeps, the worker arms: it announces itself in
  * `<table>_wake`, then makes sure no producer is between an insert that skipped its NOTIFY and its
@@ -33,6 +47,13 @@ const BUSY_WAIT_MAX_MS = 32;
  * when that claim comes back short too does it sleep, renewing its announcement every second,
  * until a notification, a freed slot or the poll interval wakes it. While producers hold the wake
  * lock it claims again after 1, 2, 4 … 32 ms instead. Without LISTEN it polls, as before.
+ *
+ * An announcement made by a quiet arm stays live for WAKE_TTL_MS, and every renewal that finds it
+ * live extends it: while it is, producers notify of every insert, so any whole claim sent after
+ * that arm is as good a last claim as the one the arm asks for. A worker woken again and again
+ * (a trickle of work) therefore sleeps after such a claim without arming again, until the
+ * announcement nears its end (see {@link LIVE_MARGIN_MS}): one arm in a second or so, not one
+ * per task.
  * @internal
  */
 export class WakeGuard {
@@ -44,6 +65,14 @@ export class WakeGuard {
   #available = true;
   /** The last sleep ended by a wake (a notification, a freed slot), not by the poll interval. */
   #woken = false;
+  /**
+   * When the quiet arm that began the live announcement answered (`performance.now()`), or
+   * undefined when none is known live: claims sent since then saw what producers that skipped
+   * their NOTIFY wrote, and producers since then notified.
+   */
+  #liveSince: number | undefined;
+  /** Until when that announcement is live, at least: its last setting's send time plus its TTL. */
+  #liveUntil = -Infinity;
 
   constructor(parts: WakeGuardParts) {
     this.#p = parts;
@@ -68,19 +97,27 @@ export class WakeGuard {
   }
 
   /** After a claim that came back short: resolves when the loop should claim again. */
-  async afterShortClaim(): Promise<void> {
+  async afterShortClaim(claim: ShortClaim): Promise<void> {
     const p = this.#p;
     if (!this.#available || !p.listening()) {
+      // notifications sent while the worker does not listen are lost: arm afresh once it does
+      this.#liveSince = undefined;
       this.disarm();
       await p.wakeup.wait(p.pollIntervalMs);
       return;
     }
-    if (this.#armed) {
+    if (this.#armed || (claim.whole && this.#liveFor(claim))) {
       this.disarm();
       await this.#sleep();
       return;
     }
+    if (this.#liveFor(claim)) {
+      // a ready-only claim saw only the ready rows: the whole claim after it is the last
+      this.#armed = true;
+      return;
+    }
     let quiet: boolean;
+    const sentAt = performance.now();
     try {
       const arm = await (p.run?.((e) => leaseWakeArm(e, p.table, WAKE_TTL_MS)) ?? leaseWakeArm(p.db, p.table, WAKE_TTL_MS));
       if (arm === undefined) {
@@ -90,6 +127,7 @@ export class WakeGuard {
       }
       quiet = arm.quiet;
     } catch (error) {
+      this.#liveSince = undefined;
       p.onError(toError(error));
       // not announced: producers may skip their NOTIFY, so a sleep of the poll interval could
       // miss what they insert meanwhile. Claim again soon, and arm again (a claim that fails
@@ -99,11 +137,22 @@ export class WakeGuard {
     }
     if (quiet) {
       this.#armed = true; // claim once more, then sleep
+      this.#liveSince = performance.now();
+      this.#liveUntil = sentAt + WAKE_TTL_MS;
       return;
     }
+    this.#liveSince = undefined;
     // a producer that skipped its NOTIFY has yet to commit: claim again shortly
     await p.wakeup.wait(this.#busyWaitMs);
     this.#busyWaitMs = Math.min(this.#busyWaitMs * 2, BUSY_WAIT_MAX_MS);
+  }
+
+  /**
+   * Whether `claim` was sent after the quiet arm of an announcement that has stayed live since,
+   * and stays live past the first renewal of a sleep begun now.
+   */
+  #liveFor(claim: ShortClaim): boolean {
+    return this.#liveSince !== undefined && claim.sentAt >= this.#liveSince && performance.now() + WAKE_RENEW_MS + LIVE_MARGIN_MS <= this.#liveUntil;
   }
 
   /** Sleeps until woken or the poll interval, renewing the announcement every second. */
@@ -118,10 +167,16 @@ export class WakeGuard {
       }
       left -= slice;
       if (left <= 0 || !p.running()) return;
+      const sentAt = performance.now();
       try {
         // lapsed meanwhile (a stalled process): arm and claim again before sleeping on
-        if (!(await (p.run?.((e) => leaseWakeRenew(e, p.table, WAKE_TTL_MS)) ?? leaseWakeRenew(p.db, p.table, WAKE_TTL_MS)))) return;
+        if (!(await (p.run?.((e) => leaseWakeRenew(e, p.table, WAKE_TTL_MS)) ?? leaseWakeRenew(p.db, p.table, WAKE_TTL_MS)))) {
+          this.#liveSince = undefined;
+          return;
+        }
+        this.#liveUntil = sentAt + WAKE_TTL_MS;
       } catch (error) {
+        this.#liveSince = undefined;
         p.onError(toError(error));
         return;
       }
