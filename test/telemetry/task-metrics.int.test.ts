@@ -112,7 +112,10 @@ describe('metrics of one task', () => {
   });
 
   it('a task claimed ahead of its time waits from its time, not from its claim', async () => {
-    // a claim that reaches the server late takes the row once due, or only just ahead: try again
+    // a claim that reaches the server late takes the row once due, or only just ahead: try again.
+    // The timer's claim goes out 20 ms ahead; on a loaded machine (CI's parallel test files) it
+    // reached the server within 5 ms of the row's time five times in a row once: twenty tries
+    // of about half a second each
     for (let attempt = 1; ; attempt++) {
       let lateMs = Number.NaN;
       const name = `m-ahead-${attempt}`;
@@ -133,7 +136,7 @@ describe('metrics of one task', () => {
       await done;
       await worker.stop();
       if (aheadMs < 5) {
-        expect(attempt).toBeLessThan(5);
+        expect(attempt).toBeLessThan(20);
         continue;
       }
       const m = await metrics.collect();
