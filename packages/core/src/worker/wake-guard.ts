@@ -174,7 +174,9 @@ export class WakeGuard {
           this.#liveSince = undefined;
           return;
         }
-        this.#liveUntil = sentAt + WAKE_TTL_MS;
+        // live now may be another worker's later arm: the chain holds only if ours had not run out
+        if (sentAt < this.#liveUntil) this.#liveUntil = sentAt + WAKE_TTL_MS;
+        else this.#liveSince = undefined;
       } catch (error) {
         this.#liveSince = undefined;
         p.onError(toError(error));
