@@ -91,7 +91,7 @@ describe('due means started', () => {
     for (const w of workers) await w.stop();
   });
 
-  it("an idle worker's cost does not grow: per poll a claim, the wake arm and the claim before it sleeps", async () => {
+  it("an idle worker's cost does not grow: per poll no more than a claim, the wake arm and the claim before it sleeps", async () => {
     const POLL_MS = 500;
     const { pool: counted, sent } = countingPool(t.url);
     counted.on('error', () => undefined);

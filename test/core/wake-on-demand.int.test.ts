@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../fixtures.js';
 import { gate, nextEvent, useWorkers } from '../workers.js';
 import { serverNow, waitUntil, wakeUntil } from '../wake-state.js';
+import { countingPool } from '../counting-pool.js';
 
 const t = useTestDatabase();
 const track = useWorkers();
@@ -112,14 +113,14 @@ describe('wake-ups on demand', () => {
   });
 
   it('a worker woken for one task at a time announces itself about once a second, not once per task, and misses none', async () => {
-    const arms = countWakeArms();
-    const pool = new pg.Pool({ connectionString: t.url, max: 10, Client: arms.Client });
+    const { pool, sent } = countingPool(t.url);
+    const arms = () => sent.filter((text) => text.includes('pg_try_advisory_xact_lock') && text.includes("'leasehold:wake'")).length;
     try {
       const ping = defineTask<{ n: number }>('wake.trickle', { handler: () => undefined });
       const worker = track(createWorker({ pool, tasks: [ping], pollInterval: NEVER_POLL }));
       await worker.start();
       await waitUntil('the idle worker announces it may sleep', async () => (await wakeUntil(t.db)) > (await serverNow(t.db)));
-      const from = arms.count;
+      const from = arms();
       const started = performance.now();
       for (let n = 1; n <= 20; n++) {
         const succeeded = nextEvent(worker, 'task:succeeded', (e) => (e.task.payload as { n: number }).n === n, WAKE_DEADLINE_MS);
@@ -131,7 +132,7 @@ describe('wake-ups on demand', () => {
       const seconds = (performance.now() - started) / 1_000;
       // its announcement lasts 3 s and it arms again as the end nears: at most one a second (each
       // task armed once before)
-      expect(arms.count - from).toBeLessThanOrEqual(1 + Math.ceil(seconds));
+      expect(arms() - from).toBeLessThanOrEqual(1 + Math.ceil(seconds));
       await worker.stop();
     } finally {
       await pool.end();
@@ -259,25 +260,3 @@ describe('wake-ups on demand', () => {
   });
 });
 
-/** A `pg` client class that counts the wake arms its connections send (the LISTEN one's too). */
-function countWakeArms(): { readonly count: number; readonly Client: typeof pg.Client } {
-  const counter = { count: 0 };
-  class Client extends pg.Client {
-    constructor(config?: string | pg.ClientConfig) {
-      super(config);
-      const query = this.query.bind(this) as (...args: unknown[]) => unknown;
-      (this as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
-        const first = args[0];
-        const text = typeof first === 'string' ? first : ((first as { text?: string } | null)?.text ?? '');
-        if (text.includes('pg_try_advisory_xact_lock') && text.includes("'leasehold:wake'")) counter.count++;
-        return query(...args);
-      };
-    }
-  }
-  return {
-    get count() {
-      return counter.count;
-    },
-    Client,
-  };
-}

@@ -106,12 +106,13 @@ export class WakeGuard {
       await p.wakeup.wait(p.pollIntervalMs);
       return;
     }
-    if (this.#armed || (claim.whole && this.#liveFor(claim))) {
+    const live = this.#liveFor(claim);
+    if (this.#armed || (claim.whole && live)) {
       this.disarm();
       await this.#sleep();
       return;
     }
-    if (this.#liveFor(claim)) {
+    if (live) {
       // a ready-only claim saw only the ready rows: the whole claim after it is the last
       this.#armed = true;
       return;
