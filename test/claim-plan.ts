@@ -1,5 +1,6 @@
 import type { LeasedTable } from '@leasehold/core';
 import { leaseClaim } from '@leasehold/core/internal';
+import { createRequire } from 'node:module';
 import type pg from 'pg';
 
 /** What one statement (a claim, a fenced write) read, from its EXPLAIN (ANALYZE) plan. */
@@ -56,20 +57,52 @@ export async function claimPlanReads(
   batch: number,
   names?: readonly string[],
   flows?: readonly string[],
+  plan: PlanKind = 'custom',
 ): Promise<ClaimPlanReads> {
   const statement = await recordStatement((recorder) => leaseClaim(recorder, table, { owner: 'explain', batch, leaseMs: 60_000, names, flows }));
-  return statementPlanReads(pool, table.table, statement);
+  return statementPlanReads(pool, table.table, statement, plan);
+}
+
+/**
+ * Which plan a statement runs under: `custom`, planned for its values (an unnamed statement, or
+ * a named one's first five runs on a connection), or `generic`, planned once without them — the
+ * plan a worker's claims run from their first on its LISTEN connection (Listener), and the one
+ * PostgreSQL may switch a named statement to after five runs.
+ */
+export type PlanKind = 'custom' | 'generic';
+
+// pg's own conversion of a parameter to its text (arrays, dates, JSON), which EXECUTE then
+// receives as a literal of the prepared parameter's type
+const require = createRequire(import.meta.url);
+const pgUtils = require('pg/lib/utils.js') as { prepareValue(value: unknown): string | null; escapeLiteral(text: string): string };
+
+function literal(value: unknown): string {
+  const text = pgUtils.prepareValue(value);
+  return text === null ? 'NULL' : pgUtils.escapeLiteral(text);
 }
 
 /**
  * Runs `statement` under EXPLAIN (ANALYZE, FORMAT JSON) in a transaction that is rolled back
  * (so it changes nothing), and counts the rows its scans of `tableName` touched.
  */
-export async function statementPlanReads(pool: pg.Pool, tableName: string, statement: RecordedStatement): Promise<ClaimPlanReads> {
+export async function statementPlanReads(pool: pg.Pool, tableName: string, statement: RecordedStatement, plan: PlanKind = 'custom'): Promise<ClaimPlanReads> {
   const client = await pool.connect();
+  let prepared = false;
   try {
     await client.query('BEGIN');
-    const { rows } = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${statement.text}`, statement.values);
+    let explain: { text: string; values: unknown[] } = { text: `EXPLAIN (ANALYZE, FORMAT JSON) ${statement.text}`, values: statement.values };
+    if (plan === 'generic') {
+      await client.query(`SET LOCAL plan_cache_mode = force_generic_plan`);
+      await client.query(`PREPARE leasehold_generic_plan AS ${statement.text}`);
+      prepared = true;
+      const args = statement.values.map(literal).join(', ');
+      explain = { text: `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE leasehold_generic_plan${args === '' ? '' : `(${args})`}`, values: [] };
+    }
+    const { rows } = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(explain.text, explain.values);
+    if (plan === 'generic') {
+      const used = await client.query<{ generic_plans: string; custom_plans: string }>(`SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE name = 'leasehold_generic_plan'`);
+      if (Number(used.rows[0]?.generic_plans) !== 1 || Number(used.rows[0]?.custom_plans) !== 0) throw new Error(`not run on a generic plan: ${JSON.stringify(used.rows)}`);
+    }
     const root = rows[0]!['QUERY PLAN'][0].Plan;
     let touched = 0;
     let discarded = 0;
@@ -94,6 +127,8 @@ export async function statementPlanReads(pool: pg.Pool, tableName: string, state
     return { rowsTouched: touched, rowsDiscarded: discarded, plan: JSON.stringify(root, null, 1) };
   } finally {
     await client.query('ROLLBACK');
+    // a prepared statement belongs to the session, not the transaction
+    if (prepared) await client.query('DEALLOCATE leasehold_generic_plan');
     client.release();
   }
 }

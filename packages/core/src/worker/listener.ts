@@ -125,6 +125,13 @@ export class Listener {
       opened.client.on('notification', (message) => this.#notified(message?.payload));
       // the channel is built from validated identifiers; LISTEN takes no parameters
       await execute(opened.client, sql`LISTEN ${sql.id(this.#channel)}`);
+      // The claims sent here (run) are planned once, generically, from their first run: by
+      // default PostgreSQL plans a named statement afresh for its first five runs on a
+      // connection, and a claim takes 1–17 ms to plan, so a starting worker spent some 45–100 ms
+      // of server CPU in custom plans before settling on the generic plan it then kept. The
+      // claims are written for a generic plan (the scale tests read both kinds). The connection
+      // is this listener's alone and is closed, never pooled, so nothing else inherits it.
+      await execute(opened.client, sql`SET plan_cache_mode = force_generic_plan`);
       if (this.#stopped) {
         await opened.close(0);
         return;
