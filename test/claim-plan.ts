@@ -2,6 +2,8 @@ import type { LeasedTable } from '@leasehold/core';
 import { leaseClaim } from '@leasehold/core/internal';
 import { createRequire } from 'node:module';
 import type pg from 'pg';
+import { execute } from '../packages/core/src/sql/execute.js';
+import { CLAIM_CONNECTION_SETTINGS } from '../packages/core/src/worker/listener.js';
 
 /** What one statement (a claim, a fenced write) read, from its EXPLAIN (ANALYZE) plan. */
 export interface ClaimPlanReads {
@@ -65,9 +67,9 @@ export async function claimPlanReads(
 
 /**
  * Which plan a statement runs under: `custom`, planned for its values (an unnamed statement, or
- * a named one's first five runs on a connection), or `generic`, planned once without them — the
- * plan a worker's claims run from their first on its LISTEN connection (Listener), and the one
- * PostgreSQL may switch a named statement to after five runs.
+ * a named one's first five runs on a connection), or `generic`, planned once without them, with
+ * the settings of a worker's claim connection (`CLAIM_CONNECTION_SETTINGS`: no sequential scans)
+ * — the plan a worker's claims run from their first.
  */
 export type PlanKind = 'custom' | 'generic';
 
@@ -92,7 +94,8 @@ export async function statementPlanReads(pool: pg.Pool, tableName: string, state
     await client.query('BEGIN');
     let explain: { text: string; values: unknown[] } = { text: `EXPLAIN (ANALYZE, FORMAT JSON) ${statement.text}`, values: statement.values };
     if (plan === 'generic') {
-      await client.query(`SET LOCAL plan_cache_mode = force_generic_plan`);
+      // as on a worker's claim connection; undone with the transaction's rollback
+      await execute(client, CLAIM_CONNECTION_SETTINGS);
       await client.query(`PREPARE leasehold_generic_plan AS ${statement.text}`);
       prepared = true;
       const args = statement.values.map(literal).join(', ');

@@ -5,6 +5,22 @@ import { execute, type PgQueryable } from '../sql/execute.js';
 import { isPgPool, type PgPoolFactory, type PgPoolLike } from '../sql/transaction.js';
 import { settlesBy } from './settles-by.js';
 
+/**
+ * How the LISTEN connection plans what the worker sends on it (its claims and wake-up arms, see
+ * {@link Listener.run}): each statement once, generically, from its first run, and never by a
+ * sequential scan of a table an index could serve. By default PostgreSQL plans a named statement
+ * afresh, for its values, on its first five runs on a connection, and a claim takes 1–17 ms to
+ * plan: a starting worker spent some 45–100 ms of server CPU in those before settling on the
+ * generic plan it then kept. A generic plan lasts until the table's statistics change, so one
+ * made while the table was small (a worker started on an empty queue, with no ANALYZE since)
+ * would go on scanning it whole when it has grown; each part of a claim reads a partial index or
+ * looks rows up by primary key, so it never needs a sequential scan (bench/RESULTS.md, issue 35).
+ * The connection is the listener's alone and is closed, never pooled, so nothing else inherits
+ * these. Their values are constants, not input.
+ * @internal
+ */
+export const CLAIM_CONNECTION_SETTINGS = sql`SET plan_cache_mode = force_generic_plan; SET enable_seqscan = off`;
+
 /** The `pg` client surface the listener uses. */
 interface NotifyingClient extends PgQueryable {
   on(event: 'notification', listener: (message: { payload?: string }) => void): unknown;
@@ -123,15 +139,9 @@ export class Listener {
       const opened = connection;
       opened.client.on('error', (error) => this.#lost(opened, error));
       opened.client.on('notification', (message) => this.#notified(message?.payload));
-      // the channel is built from validated identifiers; LISTEN takes no parameters
-      await execute(opened.client, sql`LISTEN ${sql.id(this.#channel)}`);
-      // The claims sent here (run) are planned once, generically, from their first run: by
-      // default PostgreSQL plans a named statement afresh for its first five runs on a
-      // connection, and a claim takes 1–17 ms to plan, so a starting worker spent some 45–100 ms
-      // of server CPU in custom plans before settling on the generic plan it then kept. The
-      // claims are written for a generic plan (the scale tests read both kinds). The connection
-      // is this listener's alone and is closed, never pooled, so nothing else inherits it.
-      await execute(opened.client, sql`SET plan_cache_mode = force_generic_plan`);
+      // the channel is built from validated identifiers; LISTEN takes no parameters, so this goes
+      // as one simple query, the settings with it
+      await execute(opened.client, sql`LISTEN ${sql.id(this.#channel)}; ${CLAIM_CONNECTION_SETTINGS}`);
       if (this.#stopped) {
         await opened.close(0);
         return;
