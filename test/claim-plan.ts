@@ -73,6 +73,9 @@ export async function claimPlanReads(
  */
 export type PlanKind = 'custom' | 'generic';
 
+/** Both kinds, for a scale test that bounds what a claim reads under each. */
+export const PLAN_KINDS: readonly PlanKind[] = ['custom', 'generic'];
+
 // pg's own conversion of a parameter to its text (arrays, dates, JSON), which EXECUTE then
 // receives as a literal of the prepared parameter's type
 const require = createRequire(import.meta.url);

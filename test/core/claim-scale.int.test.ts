@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { claim, createWorker, defineTask, enqueue, enqueueMany, markDead, taskTable, type TaskDefinition } from '@leasehold/core';
 import { leaseClaim } from '@leasehold/core/internal';
 import { claimedRecords } from '../../packages/core/src/sql/claimed-records.js';
-import { claimPlanReads, recordStatement, statementPlanReads } from '../claim-plan.js';
+import { claimPlanReads, PLAN_KINDS, recordStatement, statementPlanReads } from '../claim-plan.js';
 import { useTestDatabase } from '../fixtures.js';
 import { useWorkers } from '../workers.js';
 
@@ -13,7 +13,6 @@ const t = useTestDatabase();
 const track = useWorkers();
 const table = taskTable();
 const BATCH = 50;
-const PLANS = ['custom', 'generic'] as const;
 
 /** The claim a worker sends when a notification wakes it (docs/ordering.md, "The ready-only claim"). */
 const readyOnlyClaim = () => recordStatement((recorder) => leaseClaim(recorder, table, { owner: 'explain', batch: BATCH, leaseMs: 60_000, readyOnly: true }));
@@ -43,7 +42,7 @@ describe('claims at production sizes', () => {
     await sql`ANALYZE leasehold.task`.execute(t.db);
 
     // planned for its values, and generic (a worker's claims from their first: Listener)
-    for (const plan of PLANS) {
+    for (const plan of PLAN_KINDS) {
       const reads = await claimPlanReads(t.pool, table, BATCH, undefined, undefined, plan);
       // 1 claimable row (busy's head): what the claim reads is bounded by its batch, not by 70,000
       expect(reads.rowsTouched, reads.plan).toBeLessThanOrEqual(4 * BATCH);
@@ -53,7 +52,7 @@ describe('claims at production sizes', () => {
     }
 
     await enqueueMany(t.pool, sync, Array.from({ length: 1_000 }, (_, i) => ({ payload: { n: 100_000 + i }, groupKey: `order-${i}` })));
-    for (const plan of PLANS) {
+    for (const plan of PLAN_KINDS) {
       const withOthers = await claimPlanReads(t.pool, table, BATCH, undefined, undefined, plan);
       expect(withOthers.rowsTouched, withOthers.plan).toBeLessThanOrEqual(4 * BATCH);
     }
@@ -91,7 +90,7 @@ describe('claims at production sizes', () => {
     await sql`ANALYZE leasehold.task_step`.execute(t.db);
 
     const statement = await recordStatement((recorder) => leaseClaim(recorder, table, { owner: 'explain', batch: BATCH, leaseMs: 60_000 }));
-    for (const plan of PLANS) {
+    for (const plan of PLAN_KINDS) {
       const reads = await statementPlanReads(t.pool, 'task_step', statement, plan);
       // ten records per due run, read once for the rows and once to close the sleep
       expect(reads.rowsTouched, reads.plan).toBeLessThanOrEqual(2 * 10 * BATCH + BATCH);
@@ -119,7 +118,7 @@ describe('claims at production sizes', () => {
     await enqueueMany(t.pool, later, Array.from({ length: 50_000 }, (_, n) => ({ payload: { n }, delay: '1h' })));
     await enqueueMany(t.pool, later, Array.from({ length: 10 }, (_, n) => ({ payload: { n } })));
     await sql`ANALYZE leasehold.task`.execute(t.db);
-    for (const plan of PLANS) {
+    for (const plan of PLAN_KINDS) {
       const reads = await claimPlanReads(t.pool, table, BATCH, undefined, undefined, plan);
       expect(reads.rowsTouched, reads.plan).toBeLessThanOrEqual(4 * BATCH);
     }

@@ -340,9 +340,9 @@ describe('claims at production sizes under limits (issue 11)', () => {
     await enqueueMany(t.pool, free, items(10));
     await sql`ANALYZE leasehold.task`.execute(t.db);
 
-    const { claimPlanReads } = await import('../claim-plan.js');
+    const { claimPlanReads, PLAN_KINDS } = await import('../claim-plan.js');
     // planned for its values, and generic (a worker's claims from their first: Listener)
-    for (const plan of ['custom', 'generic'] as const) {
+    for (const plan of PLAN_KINDS) {
       const reads = await claimPlanReads(t.pool, table, BATCH, undefined, flows, plan);
       // 100 claimable keyed rows over 50 keys, 10 unlimited: one probe per key, the batch, the
       // holders — not the 100,000 over their bounds

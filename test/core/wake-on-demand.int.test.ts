@@ -126,7 +126,8 @@ describe('wake-ups on demand', () => {
         const succeeded = nextEvent(worker, 'task:succeeded', (e) => (e.task.payload as { n: number }).n === n, WAKE_DEADLINE_MS);
         await enqueue(t.pool, ping, { n });
         await succeeded;
-        // a trickle: the worker has gone back to sleep before the next task comes
+        // the workload's pace, not a wait for the worker: tasks arrive 20 ms apart, as in the
+        // trickle bench (bench/RESULTS.md); the bound below holds however far the worker got
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
       const seconds = (performance.now() - started) / 1_000;
@@ -259,4 +260,3 @@ describe('wake-ups on demand', () => {
     }
   });
 });
-
