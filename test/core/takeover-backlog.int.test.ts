@@ -10,6 +10,7 @@
 import { claim, createWorker, defineLimit, defineTask, enqueueMany, taskTable } from '@leasehold/core';
 import { leaseClaim, limitRegisterMany } from '@leasehold/core/internal';
 import { sql } from 'kysely';
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../fixtures.js';
 import { useWorkers } from '../workers.js';
@@ -97,5 +98,48 @@ describe('a crashed worker\'s many expired leases', () => {
     await waitUntil("the limited lease taken over once it ran out, within a quarter of the poll interval", () => doneBySecondClaim(task!.id), DEADLINE_MS);
     expect(started).toBe(1);
     await worker.stop();
+  });
+
+  it('a claim that fails does not cost the look for expired leases: the lease is still taken over when it runs out', async () => {
+    let started = 0;
+    const job = defineTask<{ i: number }>('takeover-backlog.failed-look', {
+      handler: () => {
+        started++;
+      },
+    });
+    const [task] = await enqueueMany(t.pool, job, [{ payload: { i: 0 } }]);
+    const [held] = await claim(t.pool, { owner: 'crashed', batch: 1, lease: 1_900 });
+    expect(held!.id).toBe(task!.id);
+    // the worker's first claim, the one that would look for expired leases and report the one
+    // about to run out, fails as a dropped connection would make it fail
+    let failed = 0;
+    class FailingFirstClaim extends pg.Client {
+      constructor(config?: string | pg.ClientConfig) {
+        super(config);
+        const query = this.query.bind(this) as (...args: unknown[]) => unknown;
+        (this as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+          const text = (args[0] as { text?: string } | null)?.text ?? '';
+          if (failed === 0 && text.includes('ready AS (')) {
+            failed++;
+            return Promise.reject(new Error('the first claim failed (simulated)'));
+          }
+          return query(...args);
+        };
+      }
+    }
+    const pool = new pg.Pool({ connectionString: t.url, max: 4, Client: FailingFirstClaim });
+    const errors: string[] = [];
+    const worker = track(createWorker({ pool, tasks: [job], concurrency: 2, pollInterval: POLL_MS, logger: null }));
+    worker.on('worker:error', ({ error }) => errors.push(error.message));
+    try {
+      await worker.start();
+      await waitUntil('the lease taken over once it ran out, within a quarter of the poll interval, after a failed claim', () => doneBySecondClaim(task!.id), DEADLINE_MS);
+      expect(failed).toBe(1);
+      expect(errors).toContain('the first claim failed (simulated)');
+      expect(started).toBe(1);
+    } finally {
+      await worker.stop();
+      await pool.end();
+    }
   });
 });

@@ -217,7 +217,7 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>): Promise<void>
     // a poll, and at least one every wholeEveryMs while busy.
     const woken = parts.guard.takeWoken();
     // something came due (the timer fired) or was just woken: only the whole claim takes it
-    const due = timer.take() || wholeNext;
+    const due: boolean = timer.take() || wholeNext;
     wholeNext = false;
     const leaseDue = performance.now() >= expiredDueAt;
     const readyOnly: boolean = (flows === undefined || flows.length === 0) && !parts.guard.armed && !due && !expiredLeft && !leaseDue && (woken || performance.now() - wholeAt < wholeEveryMs);
@@ -229,6 +229,9 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>): Promise<void>
     wakeup.clear();
     const expired: boolean = !readyOnly && (expiredLeft || leaseDue || sentAt - expiredAt >= expiredEveryMs);
     let expiredWithinMs: number | undefined;
+    // as they were before this claim: a claim that fails looked at nothing (see the catch below)
+    const expiredAtBefore = expiredAt;
+    const expiredFullAtBefore = expiredFullAt;
     if (expired) {
       expiredAt = sentAt;
       if (expiredLookedAt === undefined || sentAt - expiredFullAt >= EXPIRED_FULL_EVERY_MS) expiredFullAt = sentAt;
@@ -330,6 +333,15 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>): Promise<void>
       parts.guard.disarm();
       if (!parts.running()) break;
       failures++;
+      // The claim after the back-off looks at what the failed one was to: every source of a whole
+      // claim (the timer that asked for it has fired), and the expired leases when it was their
+      // turn, or a worker that sleeps after the claims that follow would learn of a lease about to
+      // run out only at its poll
+      if (expired) {
+        expiredAt = expiredAtBefore;
+        expiredFullAt = expiredFullAtBefore;
+      }
+      wholeNext ||= !readyOnly;
       // back off (with jitter) while the database is unreachable, then try again
       await wakeup.wait(Math.min(o.pollIntervalMs, 50 * 2 ** failures) * (0.5 + Math.random() / 2));
       continue;
