@@ -6,7 +6,7 @@
 // they ran out longer ago than a look's margin (the looks after a full one read only what ran out
 // since it: every worker down for a minute, or a backlog that takes longer than the margin). A
 // lease about to run out is looked ahead for, so that a sleeping worker wakes for it, also under a
-// limit the worker serves.
+// limit the worker serves, and also when the claim that was to look failed.
 import { claim, createWorker, defineLimit, defineTask, enqueueMany, taskTable } from '@leasehold/core';
 import { leaseClaim, limitRegisterMany } from '@leasehold/core/internal';
 import { sql } from 'kysely';
@@ -29,6 +29,23 @@ const DEADLINE_MS = POLL_MS / 4;
 async function doneBySecondClaim(id: string): Promise<boolean> {
   const r = await sql<{ n: number }>`SELECT count(*)::int AS n FROM leasehold.task WHERE id = ${id} AND status = 'done' AND lease_version = 2`.execute(t.db);
   return r.rows[0]!.n === 1;
+}
+
+/**
+ * One task of `name` whose lease a worker that crashed right after its claim holds: it runs out in
+ * 1.9 s, with no heartbeat. `started()` counts its handler's runs.
+ */
+async function crashedLease(name: string) {
+  let started = 0;
+  const job = defineTask<{ i: number }>(name, {
+    handler: () => {
+      started++;
+    },
+  });
+  const [task] = await enqueueMany(t.pool, job, [{ payload: { i: 0 } }]);
+  const [held] = await claim(t.pool, { owner: 'crashed', batch: 1, lease: 1_900 });
+  expect(held!.id).toBe(task!.id);
+  return { job, id: task!.id, started: () => started };
 }
 
 describe('a crashed worker\'s many expired leases', () => {
@@ -58,22 +75,13 @@ describe('a crashed worker\'s many expired leases', () => {
   });
 
   it('a lease that runs out while the worker sleeps is taken over then, not at its next poll', async () => {
-    let started = 0;
-    const job = defineTask<{ i: number }>('takeover-backlog.one', {
-      handler: () => {
-        started++;
-      },
-    });
-    const [task] = await enqueueMany(t.pool, job, [{ payload: { i: 0 } }]);
-    // a worker that crashed right after its claim: the lease runs out in 1.9 s, with no heartbeat
-    const [held] = await claim(t.pool, { owner: 'crashed', batch: 1, lease: 1_900 });
-    expect(held!.id).toBe(task!.id);
+    const { job, id, started } = await crashedLease('takeover-backlog.one');
     // its first claim finds the lease running, and looks ahead for the moment it runs out (a
     // worker whose start took longer than the lease takes it over at its first claim)
     const worker = track(createWorker({ pool: t.pool, tasks: [job], concurrency: 2, pollInterval: POLL_MS }));
     await worker.start();
-    await waitUntil('the lease taken over once it ran out, within a quarter of the poll interval', () => doneBySecondClaim(task!.id), DEADLINE_MS);
-    expect(started).toBe(1);
+    await waitUntil('the lease taken over once it ran out, within a quarter of the poll interval', () => doneBySecondClaim(id), DEADLINE_MS);
+    expect(started()).toBe(1);
     await worker.stop();
   });
 
@@ -101,15 +109,7 @@ describe('a crashed worker\'s many expired leases', () => {
   });
 
   it('a claim that fails does not cost the look for expired leases: the lease is still taken over when it runs out', async () => {
-    let started = 0;
-    const job = defineTask<{ i: number }>('takeover-backlog.failed-look', {
-      handler: () => {
-        started++;
-      },
-    });
-    const [task] = await enqueueMany(t.pool, job, [{ payload: { i: 0 } }]);
-    const [held] = await claim(t.pool, { owner: 'crashed', batch: 1, lease: 1_900 });
-    expect(held!.id).toBe(task!.id);
+    const { job, id, started } = await crashedLease('takeover-backlog.failed-look');
     // the worker's first claim, the one that would look for expired leases and report the one
     // about to run out, fails as a dropped connection would make it fail
     let failed = 0;
@@ -133,10 +133,10 @@ describe('a crashed worker\'s many expired leases', () => {
     worker.on('worker:error', ({ error }) => errors.push(error.message));
     try {
       await worker.start();
-      await waitUntil('the lease taken over once it ran out, within a quarter of the poll interval, after a failed claim', () => doneBySecondClaim(task!.id), DEADLINE_MS);
+      await waitUntil('the lease taken over once it ran out, within a quarter of the poll interval, after a failed claim', () => doneBySecondClaim(id), DEADLINE_MS);
       expect(failed).toBe(1);
       expect(errors).toContain('the first claim failed (simulated)');
-      expect(started).toBe(1);
+      expect(started()).toBe(1);
     } finally {
       await worker.stop();
       await pool.end();
