@@ -334,9 +334,9 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>): Promise<void>
       if (!parts.running()) break;
       failures++;
       // The claim after the back-off looks at what the failed one was to: every source of a whole
-      // claim (the timer that asked for it has fired), and the expired leases when it was their
-      // turn, or a worker that sleeps after the claims that follow would learn of a lease about to
-      // run out only at its poll
+      // claim (what made this one whole, a fired timer say, is spent), and the expired leases when
+      // it was their turn, or a worker that sleeps after the claims that follow would learn of a
+      // lease about to run out only at its poll
       if (expired) {
         expiredAt = expiredAtBefore;
         expiredFullAt = expiredFullAtBefore;
