@@ -10,8 +10,8 @@
 import { claim, createWorker, defineLimit, defineTask, enqueueMany, taskTable } from '@leasehold/core';
 import { leaseClaim, limitRegisterMany } from '@leasehold/core/internal';
 import { sql } from 'kysely';
-import pg from 'pg';
 import { describe, expect, it } from 'vitest';
+import { countingPool } from '../counting-pool.js';
 import { useTestDatabase } from '../fixtures.js';
 import { useWorkers } from '../workers.js';
 import { waitUntil } from '../wake-state.js';
@@ -113,21 +113,11 @@ describe('a crashed worker\'s many expired leases', () => {
     // the worker's first claim, the one that would look for expired leases and report the one
     // about to run out, fails as a dropped connection would make it fail
     let failed = 0;
-    class FailingFirstClaim extends pg.Client {
-      constructor(config?: string | pg.ClientConfig) {
-        super(config);
-        const query = this.query.bind(this) as (...args: unknown[]) => unknown;
-        (this as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
-          const text = (args[0] as { text?: string } | null)?.text ?? '';
-          if (failed === 0 && text.includes('ready AS (')) {
-            failed++;
-            return Promise.reject(new Error('the first claim failed (simulated)'));
-          }
-          return query(...args);
-        };
-      }
-    }
-    const pool = new pg.Pool({ connectionString: t.url, max: 4, Client: FailingFirstClaim });
+    const { pool } = countingPool(t.url, { max: 4 }, (text) => {
+      if (failed > 0 || !text.includes('ready AS (')) return undefined;
+      failed++;
+      return new Error('the first claim failed (simulated)');
+    });
     const errors: string[] = [];
     const worker = track(createWorker({ pool, tasks: [job], concurrency: 2, pollInterval: POLL_MS, logger: null }));
     worker.on('worker:error', ({ error }) => errors.push(error.message));
