@@ -3,20 +3,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-
-/** A free TCP port on 127.0.0.1 (the OS picks it; the tiny race is acceptable in tests). */
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  server.close();
-  await once(server, 'close');
-  return port;
-}
+import { freePort } from '../private-server.js';
 
 /** One private nats-server with JetStream. */
 export class NatsNode {
