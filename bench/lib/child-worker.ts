@@ -13,7 +13,7 @@ type Send = (message: Record<string, unknown>) => Promise<void>;
 function statementKind(text: string): string {
   if (text.includes('SET lease_until = now() + f.lease_ms')) return 'heartbeat';
   if (text.includes('ready AS (')) return 'claim'; // the whole claim or the ready-only one
-  if (text.includes('f.too_old')) return 'finalize';
+  if (text.includes('f.too_old') || text.includes("SET status = 'done'")) return 'finalize';
   return 'other';
 }
 

@@ -41,7 +41,7 @@ const counts = new Map<string, number>();
 function kindOf(text: string): string {
   if (text.includes('SET lease_until = now() + f.lease_ms')) return 'heartbeat';
   if (text.includes('ready AS (')) return 'claim';
-  if (text.includes('f.too_old') || text.includes('written AS (')) return 'finalize';
+  if (text.includes('f.too_old') || text.includes("SET status = 'done'")) return 'finalize';
   return text.replace(/\s+/g, ' ').trim().slice(0, 60);
 }
 function bump(arg: unknown): void {

@@ -32,7 +32,7 @@ describe('the fenced writes of a worker with nothing left to run', () => {
       (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
         const first = args[0];
         const text = typeof first === 'string' ? first : ((first as { text?: string } | null)?.text ?? '');
-        if (!holding && /^\s*WITH f AS/.test(text) && /'done'/.test(text)) {
+        if (!holding && /SET status = 'done'/.test(text)) {
           holding = true;
           const sent = held.wait.then(() => query(...args));
           return typeof args.at(-1) === 'function' ? undefined : sent;

@@ -44,7 +44,7 @@ describe('an ordered drain', () => {
     const count = (pattern: RegExp) => sent.filter((text) => pattern.test(text)).length;
     const arms = count(/pg_try_advisory_xact_lock/);
     const claims = count(/FOR UPDATE SKIP LOCKED/);
-    const writes = count(/^\s*WITH f AS/);
+    const writes = count(/SET status = 'done'/);
     console.log(`[ordered drain] ${claims} claims, ${arms} arms, ${writes} fenced writes`);
     expect(arms, 'wake-guard arms').toBeLessThanOrEqual(writes);
   });

@@ -4,6 +4,7 @@ import type { TaskStatus } from '../task-status.js';
 import type { Transition } from '../transition.js';
 import { execute, executeCached, type Executor } from './execute.js';
 import { fenceEach } from './fence.js';
+import { FEW_ROWS, finalizeFewDone } from './lease-finalize-few.js';
 import { leaseLockFinishingGroups } from './lease-lock-groups.js';
 import { leaseReadState } from './lease-read-state.js';
 import { tokenKey, type Claimed } from './lease-row.js';
@@ -287,6 +288,8 @@ async function finalizeDone(
 ): Promise<FinalizeResult[]> {
   const withResults = sorted.some((i) => i.transition.to === 'done' && i.transition.resultJson !== null);
   const wakes = items.some((i) => i.limited === true);
+  // a few rows, as a worker writes them at low load: statements that plan in less time
+  if (!wakes && sorted.length <= FEW_ROWS) return finalizeFewDone(executor, table, items, sorted, withResults);
   const values = {
     ids: bigintArray(sorted.map((i) => i.id)),
     versions: bigintArray(sorted.map((i) => i.leaseVersion)),
