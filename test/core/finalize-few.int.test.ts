@@ -34,12 +34,17 @@ async function claim(owner: string, leaseMs: number, batch: number) {
 
 const claimOne = async (owner: string, leaseMs: number) => (await claim(owner, leaseMs, 1))[0]!;
 
-describe('a single task written done', () => {
-  it('is written under its own token, with its result, and refused under any other', async () => {
+/** The leases of these tasks run out, as a crashed worker's do: the next claim takes them over. */
+async function expire(ids: readonly string[]): Promise<void> {
+  await t.pool.query("UPDATE leasehold.task SET lease_until = now() - interval '1 second' WHERE id = ANY($1::bigint[])", [ids]);
+}
+
+describe('the completion of one task, or a few', () => {
+  it('of one: written under its own token, with its result, and refused under any other', async () => {
     const { id } = await enqueue(t.pool, job, { n: 1 });
-    const first = await claimOne('one-a', 1);
-    // the lease runs out (1 ms) and another worker takes the task over: the first token is stale
-    await t.pool.query('SELECT pg_sleep(0.01)');
+    const first = await claimOne('one-a', 3_600_000);
+    // another worker takes the task over once its lease runs out: the first token is stale
+    await expire([id]);
     const second = await claimOne('one-b', 3_600_000);
     expect(second.id).toBe(id);
     expect(second.leaseVersion).toBeGreaterThan(first.leaseVersion);
@@ -62,19 +67,19 @@ describe('a single task written done', () => {
     expect((await row(id)).result).toEqual({ by: 'b' });
   });
 
-  it('without a result leaves the column empty', async () => {
+  it('of one, without a result: the column left empty', async () => {
     const { id } = await enqueue(t.pool, job, { n: 2 });
     const claimed = await claimOne('one-c', 3_600_000);
     expect(await leaseFinalizeMany(t.pool, table, [{ id, leaseVersion: claimed.leaseVersion, transition: toDone() }])).toEqual([{ id, won: true, status: 'done' }]);
     expect(await row(id)).toMatchObject({ status: 'done', result: null, lease_owner: null });
   });
 
-  it('of a few rows: each written under its own token, told in the order given', async () => {
+  it('of a few: each written under its own token, told in the order given', async () => {
     const made = await enqueueMany(t.pool, job, Array.from({ length: 6 }, (_, n) => ({ payload: { n } })));
     const ids = made.map((m) => m.id);
     // two tasks' leases run out and another worker takes them over: their first tokens are stale
-    const first = await claim('few-a', 1, 2);
-    await t.pool.query('SELECT pg_sleep(0.01)');
+    const first = await claim('few-a', 3_600_000, 2);
+    await expire(first.map((c) => c.id));
     const taken = await claim('few-b', 3_600_000, 6);
     const token = new Map(taken.map((c) => [c.id, c.leaseVersion]));
     const stale = first.map((c) => ({ id: c.id, leaseVersion: c.leaseVersion }));
