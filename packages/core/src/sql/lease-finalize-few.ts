@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import type { LeasedTable } from '../leased-table.js';
 import { bigintArray } from './bigint-array.js';
 import { executeCached, type Executor } from './execute.js';
@@ -9,6 +9,21 @@ import { tableRef } from './table-ref.js';
 
 /** At most this many rows go through {@link finalizeFewDone}; more take the many-row statement. */
 export const FEW_ROWS = 16;
+
+/**
+ * What every fenced write of `done` rows sets, the result taken from `result` when given (an
+ * expression of the statement: a parameter, or a column of its input). The many-row statement's
+ * too.
+ * @internal
+ */
+export function doneSet(result?: RawBuilder<unknown>): RawBuilder<unknown> {
+  return sql`status = 'done', done_at = now(), last_error = NULL, lease_owner = NULL, lease_until = NULL${result === undefined ? sql`` : sql`, result = ${result}`}`;
+}
+
+/** The result an item going `done` stores (its JSON text), or null. @internal */
+export function resultJsonOf(item: FinalizeItem): string | null {
+  return item.transition.to === 'done' ? item.transition.resultJson : null;
+}
 
 /**
  * The fenced write of a few rows, every one going `done` and none under a limit, as a worker at
@@ -28,9 +43,7 @@ export async function finalizeFewDone(
   sorted: readonly FinalizeItem[],
   withResults: boolean,
 ): Promise<FinalizeResult[]> {
-  const resultOf = (item: FinalizeItem) => (item.transition.to === 'done' ? item.transition.resultJson : null);
   const t = tableRef(table);
-  const setResult = (value: unknown) => (withResults ? sql`, result = ${value}` : sql``);
   let written: readonly { id: string; version: string }[];
   if (sorted.length === 1) {
     const item = sorted[0]!;
@@ -39,11 +52,11 @@ export async function finalizeFewDone(
       `leaseFinalizeOneDone:${table.schema}.${table.table}:${withResults ? 'result' : ''}`,
       (v: { id: string; version: number; result: string | null }) => sql<{ id: string; version: string }>`
         UPDATE ${t} AS t
-        SET status = 'done', done_at = now(), last_error = NULL, lease_owner = NULL, lease_until = NULL${setResult(sql`${v.result}::jsonb`)}
+        SET ${doneSet(withResults ? sql`${v.result}::jsonb` : undefined)}
         WHERE ${fence('t', sql`${v.id}::bigint`, sql`${v.version}::bigint`)}
         RETURNING t.id, t.lease_version AS version
       `,
-      { id: item.id, version: item.leaseVersion, result: resultOf(item) },
+      { id: item.id, version: item.leaseVersion, result: resultJsonOf(item) },
       { prepare: false },
     );
   } else {
@@ -53,13 +66,13 @@ export async function finalizeFewDone(
       `leaseFinalizeFewDone:${table.schema}.${table.table}:${withResults ? 'result' : ''}`,
       (v: { ids: unknown; versions: unknown; results: readonly (string | null)[] }) => sql<{ id: string; version: string }>`
         UPDATE ${t} AS t
-        SET status = 'done', done_at = now(), last_error = NULL, lease_owner = NULL, lease_until = NULL${setResult(sql`f.result`)}
+        SET ${doneSet(withResults ? sql`f.result` : undefined)}
         FROM unnest(${v.ids}::bigint[], ${v.versions}::bigint[]${withResults ? sql`, ${v.results}::jsonb[]` : sql``}) AS f(id, version${withResults ? sql`, result` : sql``})
         -- the rows by primary key, the ids' array seen by the planner (a custom plan per call)
         WHERE t.id = ANY(${v.ids}::bigint[]) AND ${statusIs('t', 'processing')} AND t.id = f.id AND t.lease_version = f.version
         RETURNING t.id, f.version
       `,
-      { ids, versions: bigintArray(sorted.map((i) => i.leaseVersion)), results: withResults ? sorted.map(resultOf) : [] },
+      { ids, versions: bigintArray(sorted.map((i) => i.leaseVersion)), results: withResults ? sorted.map(resultJsonOf) : [] },
       { prepare: false },
     );
   }

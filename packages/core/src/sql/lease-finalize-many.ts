@@ -4,7 +4,7 @@ import type { TaskStatus } from '../task-status.js';
 import type { Transition } from '../transition.js';
 import { execute, executeCached, type Executor } from './execute.js';
 import { fenceEach } from './fence.js';
-import { FEW_ROWS, finalizeFewDone } from './lease-finalize-few.js';
+import { doneSet, FEW_ROWS, finalizeFewDone, resultJsonOf } from './lease-finalize-few.js';
 import { leaseLockFinishingGroups } from './lease-lock-groups.js';
 import { leaseReadState } from './lease-read-state.js';
 import { tokenKey, type Claimed } from './lease-row.js';
@@ -293,7 +293,7 @@ async function finalizeDone(
   const values = {
     ids: bigintArray(sorted.map((i) => i.id)),
     versions: bigintArray(sorted.map((i) => i.leaseVersion)),
-    results: withResults ? sorted.map((i) => (i.transition.to === 'done' ? i.transition.resultJson : null)) : [],
+    results: withResults ? sorted.map(resultJsonOf) : [],
   };
   const refused = await executeCached<{ id: string; version: string }, typeof values>(
     executor,
@@ -320,7 +320,7 @@ function doneStatement(
                       AS f(id, version${withResults ? sql`, result` : sql``})
       )${wakes ? sql`, ${wakeOnceCtes(table)}` : sql``}, written AS (
         UPDATE ${tableRef(table)} AS t
-        SET status = 'done', done_at = now(), last_error = NULL, lease_owner = NULL, lease_until = NULL${withResults ? sql`, result = f.result` : sql``}
+        SET ${doneSet(withResults ? sql`f.result` : undefined)}
         FROM f
         WHERE ${fenceEach('t', 'f')}${wakes ? sql` AND ${WAKE_ONCE_FIRST}` : sql``}
         RETURNING t.id, f.version
