@@ -42,6 +42,7 @@ export { taskInsertMany, type TaskInsert } from './sql/task-insert-many.js';
 export { limitRegisterMany, type LimitDeclaration } from './sql/limit-register-many.js';
 export { taskCheckpoint } from './sql/task-checkpoint.js';
 export { taskStepRecordMany, type StepRecord } from './sql/task-steps.js';
+export { stepsAndDoneWrite, type StepsAndDone } from './sql/steps-and-done.js';
 export { taskIdAt } from './sql/task-list.js';
 
 // migration lines of other packages, on core's migrator

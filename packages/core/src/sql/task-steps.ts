@@ -158,16 +158,10 @@ export interface StepRecord {
  * token. Returns the steps written, as `task_id/name` keys.
  */
 export async function taskStepRecordMany(executor: Executor, table: LeasedTable<unknown>, steps: readonly StepRecord[]): Promise<Set<string>> {
-  const values = {
-    ids: steps.map((s) => s.taskId),
-    versions: steps.map((s) => s.leaseVersion),
-    names: steps.map((s) => s.name),
-    results: steps.map((s) => s.resultJson),
-    positions: steps.map((s) => s.position),
-  };
+  const values = stepRecordValues(steps);
   // compiled once per table: a workflow's every step sends it (Kysely's compile and the text's
   // statement name cost some 10 % of a step's worker CPU when rebuilt per call)
-  const rows = await executeCached<{ task_id: string; name: string }, typeof values>(
+  const rows = await executeCached<{ task_id: string; name: string }, StepRecordValues>(
     executor,
     `taskStepRecordMany:${table.schema}.${table.table}`,
     (v) => stepRecordStatement(table, v),
@@ -178,12 +172,9 @@ export async function taskStepRecordMany(executor: Executor, table: LeasedTable<
 }
 
 // Interpolates `v` only (see executeCached): the text depends on the table alone.
-function stepRecordStatement(table: LeasedTable<unknown>, v: { ids: unknown; versions: unknown; names: unknown; results: unknown; positions: unknown }): RawBuilder<{ task_id: string; name: string }> {
+function stepRecordStatement(table: LeasedTable<unknown>, v: StepRecordValues): RawBuilder<{ task_id: string; name: string }> {
   return sql<{ task_id: string; name: string }>`
-      WITH input AS (
-        SELECT * FROM unnest(${v.ids}::bigint[], ${v.versions}::bigint[], ${v.names}::text[], ${v.results}::jsonb[], ${v.positions}::int[])
-                      AS u(task_id, version, name, result, position)
-      ), f AS (
+      WITH ${stepInputCte(v)}, f AS (
         -- the fence: each task's row locked while it is processing; its token is compared below,
         -- against the row as locked (the latest version). By primary key, as in the fenced
         -- writes (see byPrimaryKey): planned on the processing rows' index with statistics taken
@@ -192,15 +183,52 @@ function stepRecordStatement(table: LeasedTable<unknown>, v: { ids: unknown; ver
         WHERE ${byPrimaryKey('l', 'input', 'processing', 'task_id')}
         ORDER BY l.id FOR NO KEY UPDATE
       )
-      INSERT INTO ${stepTableRef(table)} AS s (task_id, name, done, result, lease_version, done_at, position, kind)
+      ${stepInsert(table)}
+    `;
+}
+
+/** The arrays a batch of step records is sent as (see {@link stepRecordValues}). @internal */
+export interface StepRecordValues extends Record<string, unknown> {
+  readonly ids: unknown;
+  readonly versions: unknown;
+  readonly names: unknown;
+  readonly results: unknown;
+  readonly positions: unknown;
+}
+
+/** `steps` as the arrays of {@link stepInputCte}. @internal */
+export function stepRecordValues(steps: readonly StepRecord[]): StepRecordValues {
+  return {
+    ids: steps.map((s) => s.taskId),
+    versions: steps.map((s) => s.leaseVersion),
+    names: steps.map((s) => s.name),
+    results: steps.map((s) => s.resultJson),
+    positions: steps.map((s) => s.position),
+  };
+}
+
+/** The CTE `input (task_id, version, name, result, position)`: one row per step record. @internal */
+export function stepInputCte(v: StepRecordValues): RawBuilder<unknown> {
+  return sql`input AS (
+        SELECT * FROM unnest(${v.ids}::bigint[], ${v.versions}::bigint[], ${v.names}::text[], ${v.results}::jsonb[], ${v.positions}::int[])
+                      AS u(task_id, version, name, result, position)
+      )`;
+}
+
+/**
+ * The INSERT of the step records in `input` whose tasks the CTE `f (id, lease_version)` locked at
+ * their tokens; returns `(task_id, name)` of each written. A step recorded done before stays as it
+ * was (a repeat is not written, and not returned). @internal
+ */
+export function stepInsert(table: LeasedTable<unknown>): RawBuilder<unknown> {
+  return sql`INSERT INTO ${stepTableRef(table)} AS s (task_id, name, done, result, lease_version, done_at, position, kind)
       SELECT i.task_id, i.name, true, i.result, i.version, now(), i.position, 'step'
       FROM input AS i JOIN f ON f.id = i.task_id AND f.lease_version = i.version
       ON CONFLICT (task_id, name) DO UPDATE
         SET done = true, result = excluded.result, lease_version = excluded.lease_version, done_at = now(),
             position = coalesce(s.position, excluded.position), kind = coalesce(s.kind, excluded.kind)
         WHERE NOT s.done
-      RETURNING s.task_id, s.name
-    `;
+      RETURNING s.task_id, s.name`;
 }
 
 /**
