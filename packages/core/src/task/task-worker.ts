@@ -4,6 +4,7 @@ import { SCHEDULER_EVENTS, type SchedulerEventMap } from '../schedule/scheduler-
 import { safeEmit, type WorkerEventMap } from '../worker/events.js';
 import { LeaseWorker, type StopOptions } from '../worker/lease-worker.js';
 import type { LeaseWorkerOptions } from '../worker/lease-worker-options.js';
+import { stepRecorder } from '../workflow/step-recorder.js';
 
 /**
  * A worker for typed tasks that also fires its schedules (`createWorker({ schedules })`): the
@@ -17,6 +18,8 @@ export class TaskWorker extends LeaseWorker<TaskRow> {
   /** `scheduler` makes the worker's scheduler, under the worker's owner name. */
   constructor(options: LeaseWorkerOptions<TaskRow>, scheduler: ((owner: string) => Scheduler) | undefined) {
     super(options);
+    // its runs' step records go with its completions (the runs record through the same pool)
+    this.recordStepsWith(stepRecorder(options.pool, options.table));
     this.#scheduler = scheduler?.(this.owner);
     // the scheduler is the worker's own: what it reports, the worker reports (docs/schedules.md)
     for (const event of SCHEDULER_EVENTS) this.#forward(event);

@@ -6,6 +6,10 @@ import { leaseFinalizeMany, leaseFinalizeManyHanding, settlesGroup, type Finaliz
 import type { HeadHandoff } from '../sql/lease-claim.js';
 import type { Claimed } from '../sql/lease-row.js';
 import { leaseReadState, type LeaseState } from '../sql/lease-read-state.js';
+import { FEW_ROWS } from '../sql/lease-finalize-few.js';
+import { stepsAndDoneWrite } from '../sql/steps-and-done.js';
+import type { StepRecord } from '../sql/task-steps.js';
+import type { StepRecorder, StepRecordPartner } from '../workflow/step-recorder.js';
 import { withTransaction, type TransactionHandle, type TransactionSource } from '../sql/transaction.js';
 
 /** Work that must commit together with a task's fenced completion (follow-up tasks). */
@@ -42,6 +46,14 @@ function share(handoff: HeadHandoff | undefined, parts: number): HeadHandoff | u
   return handoff === undefined || parts === 1 ? handoff : { ...handoff, max: Math.floor(handoff.max / parts) };
 }
 
+/**
+ * Whether a queued write can share a statement with step records (see `stepsAndDoneWrite`): it
+ * goes `done` and locks no other row (no ordering group, no parent, no limit's wake-up).
+ */
+function joinsSteps(item: FinalizeItem): boolean {
+  return item.transition.to === 'done' && item.groupKey === null && item.parentId == null && item.limited !== true;
+}
+
 function settlingCount(batch: readonly FinalizeItem[]): number {
   let n = 0;
   for (const item of batch) if (settlesGroup(item)) n++;
@@ -63,7 +75,7 @@ function settlingCount(batch: readonly FinalizeItem[]): number {
  * flight), and each takes its locks in the one global order (parents and rows by id, groups by
  * key), so they never wait in a cycle.
  */
-export class Finalizer {
+export class Finalizer implements StepRecordPartner {
   readonly #pool: Executor & TransactionSource;
   readonly #table: LeasedTable<unknown>;
   readonly #onError: (error: Error) => void;
@@ -76,6 +88,10 @@ export class Finalizer {
   /** Aborted by {@link abandon}: no retry waits or starts after it. */
   readonly #abandoned = new AbortController();
   #taker: HeadTaker | undefined;
+  /** Where this worker's runs queue their step records, while paired (see {@link combineWith}). */
+  #steps: StepRecorder | undefined;
+  /** Writes of completions together with step records, under way (see {@link writeWithSteps}). */
+  readonly #combined = new Set<Promise<unknown>>();
 
   constructor(pool: Executor & TransactionSource, table: LeasedTable<unknown>, onError: (error: Error) => void) {
     this.#pool = pool;
@@ -86,6 +102,33 @@ export class Finalizer {
   /** From now on, writes that finish heads of ordering groups take their next heads for `taker`. */
   takeHeads(taker: HeadTaker): void {
     this.#taker = taker;
+  }
+
+  /**
+   * From now on, a batch of this worker's completions that can go with step records takes the
+   * records `steps` has queued into its statement, and `steps` sends its batches with the
+   * completions queued here: when some runs end while others record a step, that is one commit
+   * instead of two (see `stepsAndDoneWrite`). Returns the unpairing.
+   */
+  combineWith(steps: StepRecorder): () => void {
+    this.#steps = steps;
+    const unpair = steps.pair(this);
+    return () => {
+      unpair();
+      if (this.#steps === steps) this.#steps = undefined;
+    };
+  }
+
+  /**
+   * The step recorder's side of {@link combineWith}: writes `steps` with the completions queued
+   * here, when every one of them can go with step records and there are at most a few (as at the
+   * step's pace of a handful of runs); otherwise undefined, and nothing is taken.
+   */
+  writeWithSteps(steps: readonly StepRecord[]): Promise<Set<string>> | undefined {
+    const queue = this.#queue;
+    if (queue.length === 0 || queue.length > FEW_ROWS || this.#abandoned.signal.aborted || !queue.every(joinsSteps)) return undefined;
+    this.#queue = [];
+    return this.#writeCombined(queue, steps);
   }
 
   /**
@@ -128,7 +171,7 @@ export class Finalizer {
 
   /** Resolves once everything submitted so far is written (or has failed for good). */
   async idle(): Promise<void> {
-    while (this.#flushing || this.#hurried) await Promise.all([this.#flushing, this.#hurried]);
+    while (this.#flushing || this.#hurried || this.#combined.size > 0) await Promise.all([this.#flushing, this.#hurried, ...this.#combined]);
   }
 
   /**
@@ -167,9 +210,18 @@ export class Finalizer {
         await new Promise<void>((r) => setImmediate(r));
         const batch = this.#queue;
         this.#queue = [];
+        // taken meanwhile by the step recorder's batch (see writeWithSteps)
+        if (batch.length === 0) continue;
+        const steps = batch.length <= FEW_ROWS && batch.every(joinsSteps) ? this.#steps?.takeQueued() : undefined;
         this.#writing = true;
         try {
-          await this.#writeBatch(batch);
+          if (steps === undefined) await this.#writeBatch(batch);
+          else {
+            await this.#writeCombined(batch, steps.requests).then(
+              (written) => steps.settle(steps.requests.map((step) => written.has(`${step.taskId}/${step.name}`))),
+              (error: unknown) => steps.fail(error),
+            );
+          }
         } finally {
           this.#writing = false;
         }
@@ -177,6 +229,33 @@ export class Finalizer {
     } finally {
       this.#flushing = undefined;
     }
+  }
+
+  /**
+   * Writes `writes` (every one {@link joinsSteps}) and `steps` in one statement, tells each write
+   * how it ended, and resolves with the steps written. When the statement fails, the step records
+   * fail with it, as a batch of them does alone, and the writes go the usual way as its repeat: it
+   * may have committed with its answer lost, and then the fence refuses the repeat, which
+   * {@link #refusals} reads as written.
+   */
+  #writeCombined(writes: readonly QueuedWrite[], steps: readonly StepRecord[]): Promise<Set<string>> {
+    const written = (async () => {
+      const done = await stepsAndDoneWrite(this.#pool, this.#table, steps, writes).catch((error: unknown) => {
+        this.#track(this.#writeTransaction(writes, 1, true));
+        throw error;
+      });
+      const settled = await this.#refusals(writes, done.done, false);
+      for (let i = 0; i < writes.length; i++) this.#tell(writes[i]!, settled[i]);
+      return done.steps;
+    })();
+    this.#track(written.catch(() => undefined));
+    return written;
+  }
+
+  // a write under way that idle() waits for
+  #track(write: Promise<unknown>): void {
+    this.#combined.add(write);
+    void write.finally(() => this.#combined.delete(write));
   }
 
   /** Writes one batch, split in two when it settles many groups. Never throws. */
@@ -187,9 +266,10 @@ export class Finalizer {
   }
 
   /** Writes one batch in one statement or transaction and tells each task how it ended. Never throws. */
-  async #writeTransaction(batch: readonly QueuedWrite[], parts = 1): Promise<void> {
+  async #writeTransaction(batch: readonly QueuedWrite[], parts = 1, repeat = false): Promise<void> {
     try {
-      let retried = false;
+      // a repeat: a statement that carried these writes failed, and may have committed
+      let retried = repeat;
       // asked once per batch: what the worker has room for now (an attempt whose answer was lost
       // may have taken heads that nobody runs: their leases run out, as a lost claim's do)
       const handoff = this.#taker !== undefined && batch.some(settlesGroup) ? share(this.#taker.request(), parts) : undefined;

@@ -8,6 +8,7 @@ import { ClaimSizing } from './claim-sizing.js';
 import { DatabaseNotReadyError } from './database-not-ready-error.js';
 import { safeEmit, type WorkerEventMap } from './events.js';
 import { Finalizer } from './finalizer.js';
+import type { StepRecorder } from '../workflow/step-recorder.js';
 import { Heartbeat } from './heartbeat.js';
 import { normalizeLeaseWorkerOptions, type LeaseWorkerOptions, type NormalizedLeaseWorkerOptions } from './lease-worker-options.js';
 import { Listener } from './listener.js';
@@ -81,6 +82,8 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
   #starting: Promise<void> | undefined;
   #loop: Promise<void> | undefined;
   #stopping: Promise<void> | undefined;
+  #stepRecorder: StepRecorder | undefined;
+  #unpairSteps: (() => void) | undefined;
   readonly #onPoolError = (error: Error) => this.#error(error);
   readonly #running = () => this.#state === 'running';
 
@@ -181,6 +184,15 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
   }
 
   /**
+   * The worker's workflow runs queue their step records in `recorder`: its completions and their
+   * records then share statements (see `Finalizer.combineWith`), from start to stop. Core's task
+   * worker. @internal
+   */
+  protected recordStepsWith(recorder: StepRecorder): void {
+    this.#stepRecorder = recorder;
+  }
+
+  /**
    * Checks the database, then starts claiming. Rejects with a {@link DatabaseNotReadyError} that
    * says what to do when the database cannot be reached (or does not answer within
    * `startTimeout`, 10 s by default), does
@@ -192,6 +204,7 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
   async start(): Promise<void> {
     if (this.#state !== 'new') throw new WorkerStateError('worker', this.owner, this.#state);
     this.#state = 'running';
+    if (this.#stepRecorder !== undefined) this.#unpairSteps = this.#finalizer.combineWith(this.#stepRecorder);
     this.#db.open();
     onPoolError(this.#o.pool, this.#onPoolError, 'on');
     try {
@@ -202,6 +215,7 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
       this.#db.close();
       onPoolError(this.#o.pool, this.#onPoolError, 'off');
       this.#starting = undefined;
+      this.#unpairSteps?.();
       this.#state = 'new';
       throw error;
     }
@@ -327,6 +341,7 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
     if (tail.length > 0 && !(await settlesBy(Promise.all(tail), performance.now() + RETENTION_STOP_MS))) this.#db.abandon();
     this.#db.close();
     onPoolError(this.#o.pool, this.#onPoolError, 'off');
+    this.#unpairSteps?.();
     this.#state = 'stopped';
     safeEmit(this, 'worker:stopped', { owner: this.owner });
   }

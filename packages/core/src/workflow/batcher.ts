@@ -6,6 +6,13 @@ interface Pending<Req, Res> {
   readonly reject: (error: unknown) => void;
 }
 
+/** Requests taken out of a {@link Batcher}'s queue: `settle` gives each its result, in order, or `fail` rejects them all. */
+export interface TakenRequests<Req, Res> {
+  readonly requests: readonly Req[];
+  settle(results: readonly Res[]): void;
+  fail(error: unknown): void;
+}
+
 /**
  * Batches the round trips of every workflow running on a pool (their fenced writes, and the
  * replay reads of runs that start together), as the finalizer batches completions: while one
@@ -44,6 +51,22 @@ export class Batcher<Req, Res> {
     });
   }
 
+  /**
+   * Takes every queued request out of the queue, for a caller that sends them in a round trip of
+   * its own (see `StepRecorder`); undefined when none is queued. Requests taken are settled
+   * through the returned handle only.
+   */
+  takeQueued(): TakenRequests<Req, Res> | undefined {
+    if (this.#queue.length === 0) return undefined;
+    const taken = this.#queue;
+    this.#queue = [];
+    return {
+      requests: taken.map((p) => p.request),
+      settle: (results) => taken.forEach((p, i) => p.resolve(results[i]!)),
+      fail: (error) => taken.forEach((p) => p.reject(error)),
+    };
+  }
+
   async #drain(): Promise<void> {
     try {
       while (this.#queue.length > 0) {
@@ -54,6 +77,8 @@ export class Batcher<Req, Res> {
         // (8 runs of no-op steps as 3 + 5: twice the statements, half the steps/s; RESULTS.md)
         await new Promise<void>((r) => setImmediate(r));
         const queue = this.#queue;
+        // taken meanwhile (see takeQueued)
+        if (queue.length === 0) continue;
         let batch = queue;
         if (this.#take === undefined) this.#queue = [];
         else {
