@@ -1,3 +1,4 @@
+import type { LeasedTable } from '../leased-table.js';
 import type { Executor } from '../sql/execute.js';
 import { taskStepRecordMany, type StepRecord } from '../sql/task-steps.js';
 import { perPoolAndTable, Batcher, type TakenRequests } from './batcher.js';
@@ -29,7 +30,7 @@ export class StepRecorder {
   readonly #batcher: Batcher<StepRecord, boolean>;
   readonly #partners = new Set<StepRecordPartner>();
 
-  constructor(executor: Executor, table: Parameters<typeof taskStepRecordMany>[1]) {
+  constructor(executor: Executor, table: LeasedTable<unknown>) {
     this.#batcher = new Batcher(async (steps) => {
       const written = (await this.#withPartner(steps)) ?? (await taskStepRecordMany(executor, table, steps));
       return steps.map((step) => written.has(`${step.taskId}/${step.name}`));
