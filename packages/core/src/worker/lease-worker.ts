@@ -229,11 +229,11 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
     // why once, in the error it throws.
     const startErrors: Error[] = (this.#startErrors = []);
     const listening = this.#listener?.start();
-    let warmed: Promise<void> | undefined;
     try {
       await this.#checkDatabase();
-      // the connections the first tasks' writes will use open meanwhile (see warmPool)
-      warmed = warmPool(this.#db, (this.#o.pool as { options?: { max?: number } }).options?.max, this.#o.table);
+      // the connections the first tasks' writes will use open meanwhile, and while the first
+      // claims go out on the LISTEN connection: waited for, they held back the first claim (see warmPool)
+      void warmPool(this.#db, (this.#o.pool as { options?: { max?: number } }).options?.max, this.#o.table);
       // with an OpenTelemetry SDK registered, every task claimed from now on is instrumented
       await this.#runner.loadTelemetry();
       if (this.#state !== 'running') return; // stop() began meanwhile, and cleans up
@@ -253,8 +253,6 @@ export class LeaseWorker<Row> extends EventEmitter<WorkerEventMap<Row>> {
     for (const error of startErrors) this.#error(error);
     if (this.#state !== 'running') return;
     await listening;
-    // bounded: a connection slow to open delays no claim past the start's own bound
-    if (warmed !== undefined) await settlesBy(warmed, performance.now() + this.#o.startTimeoutMs);
     if (this.#state !== 'running') return;
     this.#heartbeat.start();
     this.#loop = claimLoop({
