@@ -54,6 +54,11 @@ function joinsSteps(item: FinalizeItem): boolean {
   return item.transition.to === 'done' && item.groupKey === null && item.parentId == null && item.limited !== true;
 }
 
+/** Whether a batch of queued writes can go in one statement with step records: a few, each {@link joinsSteps}. */
+function batchJoinsSteps(batch: readonly FinalizeItem[]): boolean {
+  return batch.length > 0 && batch.length <= FEW_ROWS && batch.every(joinsSteps);
+}
+
 function settlingCount(batch: readonly FinalizeItem[]): number {
   let n = 0;
   for (const item of batch) if (settlesGroup(item)) n++;
@@ -126,7 +131,7 @@ export class Finalizer implements StepRecordPartner {
    */
   writeWithSteps(steps: readonly StepRecord[]): Promise<Set<string>> | undefined {
     const queue = this.#queue;
-    if (queue.length === 0 || queue.length > FEW_ROWS || this.#abandoned.signal.aborted || !queue.every(joinsSteps)) return undefined;
+    if (this.#abandoned.signal.aborted || !batchJoinsSteps(queue)) return undefined;
     this.#queue = [];
     return this.#writeCombined(queue, steps);
   }
@@ -212,7 +217,7 @@ export class Finalizer implements StepRecordPartner {
         this.#queue = [];
         // taken meanwhile by the step recorder's batch (see writeWithSteps)
         if (batch.length === 0) continue;
-        const steps = batch.length <= FEW_ROWS && batch.every(joinsSteps) ? this.#steps?.takeQueued() : undefined;
+        const steps = batchJoinsSteps(batch) ? this.#steps?.takeQueued() : undefined;
         this.#writing = true;
         try {
           if (steps === undefined) await this.#writeBatch(batch);
