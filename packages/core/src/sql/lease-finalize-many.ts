@@ -111,12 +111,12 @@ async function finalizeMany<Row>(
       // groups' rows before task rows, as every writer of both takes them (cancelTask, a retry
       // of dead rows, enqueue): a write that locked the parents first waited for a group whose
       // row a cancel of the parent's tree held, while the cancel waited for the parent
-      if (groups.length > 0) await leaseLockFinishingGroups(trx, table, groups);
+      const locked = groups.length > 0 ? await leaseLockFinishingGroups(trx, table, groups) : undefined;
       if (parents.length > 0) await lockParents(trx, table, parents, items);
       const results = await finalizeStatement(trx, table, items);
       let handed: Claimed<Row>[] = [];
-      if (groups.length > 0 && handoff !== undefined) handed = (await leaseSettleGroupsHanding(trx, table, groups, handoff)).handed;
-      else if (groups.length > 0) await leaseSettleGroups(trx, table, groups);
+      if (groups.length > 0 && handoff !== undefined) handed = (await leaseSettleGroupsHanding(trx, table, groups, handoff, locked)).handed;
+      else if (groups.length > 0) await leaseSettleGroups(trx, table, groups, locked);
       return { results, handed };
     },
     "finishing an ordered row hands its group's head to the next row; an ending child may wake its parent",

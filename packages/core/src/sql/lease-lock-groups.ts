@@ -59,22 +59,46 @@ export async function leaseLockGroupsOfRows(executor: Executor, table: LeasedTab
  * that follows still writes every group whose head finished, so a REPEATABLE READ writer that
  * read such a group before this commits still fails. A group without its row (none should be)
  * falls back to the upsert of all the keys.
+ *
+ * Returns each group's row as it locked it (for `leaseSettleGroups`, which then need not look the
+ * rows up again), or undefined after the fallback.
  */
-export async function leaseLockFinishingGroups(executor: Executor, table: LeasedTable<unknown>, groups: readonly string[]): Promise<void> {
+export async function leaseLockFinishingGroups(
+  executor: Executor,
+  table: LeasedTable<unknown>,
+  groups: readonly string[],
+): Promise<LockedGroup[] | undefined> {
   const keys = [...new Set(groups)];
-  if (keys.length === 0) return;
-  const locked = await execute<{ group_key: string }>(
+  if (keys.length === 0) return [];
+  const locked = await execute<{ group_key: string; row_id: string; head_id: string | null }>(
     executor,
     sql`
       WITH ${wakeLockCte(table)}
-      SELECT g.group_key FROM ${groupTableRef(table)} AS g CROSS JOIN wake
+      SELECT g.group_key, g.ctid::text AS row_id, g.head_id::text AS head_id FROM ${groupTableRef(table)} AS g CROSS JOIN wake
       WHERE g.group_key = ANY(${keys}::text[])
       ORDER BY g.group_key COLLATE "C"
       FOR NO KEY UPDATE OF g
     `,
     { prepare: false },
   );
-  if (locked.length < keys.length) await leaseLockGroups(executor, table, keys);
+  if (locked.length < keys.length) {
+    await leaseLockGroups(executor, table, keys);
+    return undefined;
+  }
+  return locked.map((r) => ({ key: r.group_key, rowId: r.row_id, headId: r.head_id }));
+}
+
+/**
+ * A group's row as {@link leaseLockFinishingGroups} locked it. The lock returns the row's latest
+ * version; while the transaction holds the lock nobody else writes the row, so until the settle
+ * writes it, this is where the row lies and who its head is.
+ * @internal
+ */
+export interface LockedGroup {
+  readonly key: string;
+  /** The locked version's `ctid`. */
+  readonly rowId: string;
+  readonly headId: string | null;
 }
 
 // `keys` is a query yielding distinct group keys as column k

@@ -3,6 +3,7 @@ import type { LeasedTable } from '../leased-table.js';
 import { execute, type Executor } from './execute.js';
 import { groupTableRef, tableRef } from './table-ref.js';
 import { handedRows, handoffParts, type HeadHandoff } from './lease-claim.js';
+import type { LockedGroup } from './lease-lock-groups.js';
 import type { Claimed } from './lease-row.js';
 import { sleeperMayBeAsleep } from './wake-sleepers.js';
 
@@ -18,14 +19,21 @@ import { sleeperMayBeAsleep } from './wake-sleepers.js';
  * The caller must hold the groups' locks ({@link leaseLockGroups}) in the same transaction, and
  * this must be a later statement than the one that took them: its snapshot then holds every row
  * that any other writer of these groups committed. Locks: the unblocked rows and the group rows.
+ * Given the rows as `leaseLockFinishingGroups` locked them (`locked`, for the same groups), it
+ * reads and writes them where they lie instead of looking each up by its key again.
  *
  * @returns how many rows it unblocked
  */
-export async function leaseSettleGroups(executor: Executor, table: LeasedTable<unknown>, groups: readonly string[]): Promise<number> {
-  const keys = [...new Set(groups)];
-  if (keys.length === 0) return 0;
-  const [row] = await execute<SettleRow>(executor, settleStatement(table, keys, undefined), { prepare: false });
-  return Number(row?.promoted ?? 0);
+export async function leaseSettleGroups(
+  executor: Executor,
+  table: LeasedTable<unknown>,
+  groups: readonly string[],
+  locked?: readonly LockedGroup[],
+): Promise<number> {
+  const source = groupSource(groups, locked);
+  if (source === undefined) return 0;
+  const rows = await execute<SettleRow>(executor, settleStatement(table, source, undefined), { prepare: false });
+  return settled(rows).promoted;
 }
 
 /** What {@link leaseSettleGroupsHanding} did. */
@@ -50,29 +58,78 @@ export async function leaseSettleGroupsHanding<Row>(
   table: LeasedTable<Row>,
   groups: readonly string[],
   handoff: HeadHandoff,
+  locked?: readonly LockedGroup[],
 ): Promise<SettledGroups<Row>> {
-  const keys = [...new Set(groups)];
-  if (keys.length === 0) return { promoted: 0, handed: [] };
+  const source = groupSource(groups, locked);
+  if (source === undefined) return { promoted: 0, handed: [] };
   const hand = handoff.max > 0 && table.claimJson !== undefined ? handoff : undefined;
-  const rows = await execute<SettleRow>(executor, settleStatement(table, keys, hand), { prepare: false });
-  const chunks: string[] = [];
-  let promoted = 0;
-  for (const row of rows) {
-    if (row.rows == null) promoted = Number(row.promoted ?? 0);
-    else chunks.push(row.rows);
-  }
+  const rows = await execute<SettleRow>(executor, settleStatement(table, source, hand), { prepare: false });
+  const { promoted, chunks } = settled(rows);
   return { promoted, handed: hand === undefined ? [] : handedRows(table, chunks, hand.owner) };
 }
 
 // the counts' row (rows null), then with a hand-off a row per chunk of claimed rows (promoted null)
 interface SettleRow {
   readonly promoted: string | null;
+  /** Groups whose head was gone, and of them those whose row the statement wrote (headed or emptied). */
+  readonly headless: string | null;
+  readonly written: string | null;
   readonly rows?: string | null;
 }
 
-function settleStatement(table: LeasedTable<unknown>, keys: readonly string[], handoff: HeadHandoff | undefined): RawBuilder<SettleRow> {
+/** The groups to settle: their keys, or their rows as the lock found them when it found every one. */
+type GroupSource = { readonly keys: readonly string[] } | { readonly locked: readonly LockedGroup[] };
+
+function groupSource(groups: readonly string[], locked: readonly LockedGroup[] | undefined): GroupSource | undefined {
+  const keys = [...new Set(groups)];
+  if (keys.length === 0) return undefined;
+  if (locked !== undefined && locked.length === keys.length) {
+    const wanted = new Set(keys);
+    if (locked.every((l) => wanted.has(l.key))) return { locked };
+  }
+  return { keys };
+}
+
+function settled(rows: readonly SettleRow[]): { promoted: number; chunks: string[] } {
+  const chunks: string[] = [];
+  let promoted = 0;
+  for (const row of rows) {
+    if (row.rows != null) {
+      chunks.push(row.rows);
+      continue;
+    }
+    promoted = Number(row.promoted ?? 0);
+    // a group row written by ctid that was not there any more would leave its next row unblocked
+    // and its head unrecorded: roll back rather than commit that (the lock makes it impossible)
+    if (Number(row.written ?? 0) !== Number(row.headless ?? 0)) {
+      throw new Error(`settling ordering groups wrote ${row.written} of ${row.headless} group rows whose head was gone`);
+    }
+  }
+  return { promoted, chunks };
+}
+
+function settleStatement(table: LeasedTable<unknown>, source: GroupSource, handoff: HeadHandoff | undefined): RawBuilder<SettleRow> {
   const t = tableRef(table);
   const g = groupTableRef(table);
+  // a head still unfinished keeps its group as it is (see leaseSettleGroups)
+  const gone = (headId: RawBuilder<unknown>) =>
+    sql`coalesce((SELECT h.status FROM ${t} AS h WHERE h.id = ${headId}), 'gone') NOT IN ('pending', 'processing', 'waiting', 'dead')`;
+  const headless =
+    'locked' in source
+      ? // the rows as the lock returned them: nothing wrote them since (see LockedGroup)
+        sql`
+        SELECT x.group_key, x.head_id, x.row_id
+        FROM unnest(${source.locked.map((l) => l.key)}::text[], ${source.locked.map((l) => l.headId)}::bigint[],
+                    ${source.locked.map((l) => l.rowId)}::tid[]) AS x(group_key, head_id, row_id)
+        WHERE ${gone(sql`x.head_id`)}`
+      : sql`
+        SELECT grp.group_key, grp.head_id, grp.ctid AS row_id FROM ${g} AS grp
+        WHERE grp.group_key = ANY(${source.keys}::text[])
+          -- the head's status by its primary key, one lookup per group (a scalar subquery is
+          -- never turned into a join): as NOT EXISTS, and with the updates below joined to next,
+          -- the planner read the whole table to settle 250 groups beside 20,000 rows (twice with
+          -- statistics from an empty table; test/core/settle-groups-scale.int.test.ts)
+          AND ${gone(sql`grp.head_id`)}`;
   const parts = handoff === undefined ? undefined : handoffParts(table, handoff);
   // the next heads this worker takes (see leaseSettleGroupsHanding): locked by the UPDATE that claims them
   const handing = parts === undefined
@@ -84,23 +141,27 @@ function settleStatement(table: LeasedTable<unknown>, keys: readonly string[], h
       ), ${parts.claimed(sql`handed`)}`;
   const notHanded = parts === undefined ? sql`` : sql`AND NOT u.id = ANY(ARRAY(SELECT id FROM handed))`;
   return sql<SettleRow>`
-      WITH headless AS (
-        SELECT grp.group_key FROM ${g} AS grp
-        WHERE grp.group_key = ANY(${keys}::text[])
-          -- the head's status by its primary key, one lookup per group (a scalar subquery is
-          -- never turned into a join): as NOT EXISTS, and with the updates below joined to next,
-          -- the planner read the whole table to settle 250 groups beside 20,000 rows (twice with
-          -- statistics from an empty table; test/core/settle-groups-scale.int.test.ts)
-          AND coalesce((SELECT h.status FROM ${t} AS h WHERE h.id = grp.head_id), 'gone') NOT IN ('pending', 'processing', 'waiting', 'dead')
+      WITH headless AS (${headless}
       ), next AS (
-        SELECT headless.group_key,
+        SELECT headless.group_key, headless.row_id,
                -- the group's key as a range, not "=": with "=" the planner may walk the primary
                -- key in id order through every blocked row of the other groups (12 s for 1,000
                -- new groups beside 70,000 blocked rows); a range keeps group_key in the ORDER BY,
-               -- which only the blocked index serves
-               (SELECT b.id FROM ${t} AS b
-                WHERE b.group_key >= headless.group_key AND b.group_key <= headless.group_key AND b.blocked
-                ORDER BY b.group_key, b.id LIMIT 1) AS id
+               -- which only the blocked index serves.
+               -- First past the head that finished: a group's rows take their ids under its lock,
+               -- so every row behind a head has a higher id. From the group's start, the scan read
+               -- an entry for every row of the group unblocked before, which stay in the index
+               -- while a long transaction elsewhere holds the horizon: one long group's drain was
+               -- quadratic. From the start only when nothing is found past it (a new group, whose
+               -- head is null; a group left empty), so a row below a head would still be found
+               coalesce(
+                 (SELECT b.id FROM ${t} AS b
+                  WHERE b.group_key >= headless.group_key AND b.group_key <= headless.group_key AND b.blocked
+                    AND b.id > headless.head_id
+                  ORDER BY b.group_key, b.id LIMIT 1),
+                 (SELECT b.id FROM ${t} AS b
+                  WHERE b.group_key >= headless.group_key AND b.group_key <= headless.group_key AND b.blocked
+                  ORDER BY b.group_key, b.id LIMIT 1)) AS id
         FROM headless
       )${handing}, unblocked AS (
         -- each row and group by its primary key (ANY(ARRAY(…)), see byPrimaryKey)
@@ -108,12 +169,16 @@ function settleStatement(table: LeasedTable<unknown>, keys: readonly string[], h
         WHERE u.id = ANY(ARRAY(SELECT id FROM next WHERE id IS NOT NULL)) ${notHanded}
         RETURNING u.id
       ), headed AS (
+        -- each group's row where it lies (its ctid), not looked up by its key again: every writer
+        -- of a group writes its row, and while a long transaction elsewhere holds the horizon a
+        -- lookup by key walks every version written since (three per finished head, a long
+        -- group's drain slowing as it went)
         UPDATE ${g} AS grp SET head_id = next.id, updated_at = now()
         FROM next
-        WHERE grp.group_key = ANY(ARRAY(SELECT group_key FROM next WHERE id IS NOT NULL)) AND grp.group_key = next.group_key
+        WHERE grp.ctid = ANY(ARRAY(SELECT row_id FROM next WHERE id IS NOT NULL)) AND grp.ctid = next.row_id
         RETURNING 1
       ), emptied AS (
-        DELETE FROM ${g} AS grp WHERE grp.group_key = ANY(ARRAY(SELECT group_key FROM next WHERE id IS NULL))
+        DELETE FROM ${g} AS grp WHERE grp.ctid = ANY(ARRAY(SELECT row_id FROM next WHERE id IS NULL))
         RETURNING 1
       ), woken AS (
         -- only for heads left to any worker: a handed one is this worker's already
@@ -123,8 +188,10 @@ function settleStatement(table: LeasedTable<unknown>, keys: readonly string[], h
         WHERE ${sleeperMayBeAsleep(table)}
       )
       -- woken is a plain SELECT: it runs only if read
-      SELECT (SELECT count(*) FROM unblocked) AS promoted, (SELECT count(*) FROM woken) AS notified${parts === undefined ? sql`` : sql`, NULL::text AS rows
+      SELECT (SELECT count(*) FROM unblocked) AS promoted, (SELECT count(*) FROM woken) AS notified,
+             (SELECT count(*) FROM headless) AS headless,
+             (SELECT count(*) FROM headed) + (SELECT count(*) FROM emptied) AS written${parts === undefined ? sql`` : sql`, NULL::text AS rows
       UNION ALL
-      SELECT NULL, NULL, ch.rows FROM (${parts.chunks}) AS ch`}
+      SELECT NULL, NULL, NULL, NULL, ch.rows FROM (${parts.chunks}) AS ch`}
     `;
 }

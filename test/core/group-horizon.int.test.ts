@@ -1,0 +1,60 @@
+// A long transaction elsewhere holds the MVCC horizon while one ordering group's backlog drains:
+// every row unblocked (or handed to its finisher) leaves its old version's entry in the group's
+// index of blocked rows, and vacuum may not remove it. Each finisher looks for its group's next row
+// past the head it finished, so what it reads stays flat; from the group's start it read every
+// entry left behind, and one long group's drain was quadratic. The group's row gets a version per
+// finished head, so it is looked up by its key once per head (its lock), not three times.
+import { createWorker, defineTask, enqueueMany } from '@leasehold/core';
+import { sql } from 'kysely';
+import { describe, expect, it } from 'vitest';
+import { useTestDatabase } from '../fixtures.js';
+import { useWorkers } from '../workers.js';
+import { holdHorizon, indexReads, useSessions } from '../horizon.js';
+
+const t = useTestDatabase();
+const { newPool, endPool, endAfter } = useSessions(t.url);
+const track = useWorkers();
+const N = 2_000;
+
+describe('one long ordering group with the horizon held', () => {
+  it('runs in order, and each finisher reads its next row, not the entries of the rows before it', { timeout: 180_000 }, async () => {
+    const handled: number[] = [];
+    const job = defineTask<{ n: number }>('group-horizon', { ordered: true, handler: ({ n }) => void handled.push(n) });
+    await enqueueMany(t.pool, job, Array.from({ length: N }, (_, n) => ({ payload: { n }, groupKey: 'account-7' })));
+    endAfter(await holdHorizon(t.url, 'group-horizon'));
+    // the enqueue's session counts are in once it reports them
+    await expect.poll(async () => (await indexReads(t.db, 'task_blocked')).scans, { timeout: 15_000 }).toBeGreaterThan(0);
+    const before = await indexReads(t.db, 'task_blocked');
+    const groupBefore = await indexReads(t.db, 'task_group_pkey');
+
+    const pool = newPool();
+    const worker = track(createWorker({ pool, tasks: [job], concurrency: 8 }));
+    await worker.start();
+    await expect
+      .poll(async () => (await sql<{ n: number }>`SELECT count(*)::int AS n FROM leasehold.task WHERE status = 'done'`.execute(t.db)).rows[0]!.n, { timeout: 150_000 })
+      .toBe(N);
+    await worker.stop();
+    // the worker's sessions have ended, so their counts are in
+    await endPool(pool);
+    expect(handled).toEqual(Array.from({ length: N }, (_, n) => n));
+
+    let after = before;
+    await expect
+      .poll(async () => {
+        after = await indexReads(t.db, 'task_blocked');
+        return after.scans - before.scans;
+      }, { timeout: 15_000 })
+      .toBeGreaterThanOrEqual(N - 1);
+    const perScan = (after.entries - before.entries) / (after.scans - before.scans);
+    // a finisher's look reads the next row's entry (and the group's last, from its start, the
+    // entries of all 2,000: once); from the group's start every look read the entries of the rows
+    // before it, some 1,000 a look on average
+    expect(perScan, `task_blocked entries read per scan (${after.scans - before.scans} scans)`).toBeLessThan(20);
+    // the group's row is written at every finished head, so with the horizon held a look by its
+    // key walks every version written since: the finisher looks it up once, to lock it, and the
+    // settle writes it where the lock found it (three looks a head when the settle read and wrote
+    // it by key)
+    const groupAfter = await indexReads(t.db, 'task_group_pkey');
+    expect(groupAfter.scans - groupBefore.scans, 'lookups of the group row by its key').toBeLessThan(1.5 * N);
+  });
+});
