@@ -80,10 +80,19 @@ interface SettleRow {
 /** The groups to settle: their keys, or their rows as the lock found them when it found every one. */
 type GroupSource = { readonly keys: readonly string[] } | { readonly locked: readonly LockedGroup[] };
 
+/**
+ * Most groups whose locked rows the settle takes. A group's row has many versions to walk only
+ * when the group had many heads finish while the horizon was held, and such groups come a few
+ * per write; a write of hundreds of groups (a drain over many aggregates, each with few versions)
+ * sends their keys alone: three arrays of hundreds of values cost the dispatcher 1-2 ms of CPU per
+ * 1,000 messages more (bench/RESULTS.md).
+ */
+const LOCKED_ROWS_MAX = 16;
+
 function groupSource(groups: readonly string[], locked: readonly LockedGroup[] | undefined): GroupSource | undefined {
   const keys = [...new Set(groups)];
   if (keys.length === 0) return undefined;
-  if (locked !== undefined && locked.length === keys.length) {
+  if (locked !== undefined && locked.length === keys.length && keys.length <= LOCKED_ROWS_MAX) {
     const wanted = new Set(keys);
     if (locked.every((l) => wanted.has(l.key))) return { locked };
   }
