@@ -1,0 +1,111 @@
+// What a long transaction elsewhere (the MVCC horizon held) does to the drain of one long ordering
+// group: GROUP_PINNED_MESSAGES ordered outbox messages of GROUP_PINNED_GROUPS aggregates (default
+// 20,000 of one), preloaded, then one dispatcher at the library defaults, without and then with a
+// REPEATABLE READ snapshot held beside it. Every message of a group goes in blocked and leaves
+// that state once, so its group's index of blocked rows keeps an entry per message dispatched while
+// the snapshot is held. Prints each drain's rate per tenth of its messages, and the index entries
+// its scans read per scan, as the server counts them (pg_stat_user_indexes). A measurement, not a
+// test: it asserts nothing but the order.
+//   DATABASE_URL=postgres://… npx tsx --conditions=@leasehold/source bench/group-pinned.ts
+//   (GROUP_PINNED_HELD: both (default), no or yes)
+// Works in a schema of its own (group_pinned_<pid>) in that database, dropped at the end.
+import pg from 'pg';
+import { createDispatcher, createOutbox, migrate } from '@leasehold/outbox';
+
+const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const MESSAGES = Number(process.env.GROUP_PINNED_MESSAGES ?? 20_000);
+const GROUPS = Number(process.env.GROUP_PINNED_GROUPS ?? 1);
+const HELD = { both: [false, true], no: [false], yes: [true] }[process.env.GROUP_PINNED_HELD ?? 'both'];
+if (HELD === undefined) throw new Error('GROUP_PINNED_HELD must be both, no or yes');
+const SCHEMA = `group_pinned_${process.pid}`;
+const INDEXES = ['outbox_blocked', 'outbox_group_pkey', 'outbox_pkey', 'outbox_claim'];
+
+async function indexReads(pool: pg.Pool): Promise<Map<string, { scans: number; entries: number }>> {
+  const { rows } = await pool.query<{ name: string; scans: string; entries: string }>(
+    `SELECT indexrelname AS name, idx_scan AS scans, idx_tup_read AS entries FROM pg_stat_user_indexes WHERE schemaname = $1`,
+    [SCHEMA],
+  );
+  return new Map(rows.map((r) => [r.name, { scans: Number(r.scans), entries: Number(r.entries) }]));
+}
+
+async function drain(pinned: boolean): Promise<string> {
+  const admin = new pg.Pool({ connectionString: url, max: 2 });
+  await admin.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`);
+  await migrate(admin, { schema: SCHEMA });
+  const outbox = createOutbox({ schema: SCHEMA, orderedEventTypes: ['bench.ordered'] });
+  for (let start = 0; start < MESSAGES; start += 1000) {
+    const events = Array.from({ length: Math.min(1000, MESSAGES - start) }, (_, k) => ({
+      aggregateType: 'bench',
+      aggregateId: (start + k) % GROUPS,
+      eventType: 'bench.ordered',
+      payload: { i: start + k },
+    }));
+    await outbox.addMany(admin, events);
+  }
+  await admin.query(`ANALYZE ${SCHEMA}.outbox`);
+  let holder: pg.Client | undefined;
+  if (pinned) {
+    holder = new pg.Client({ connectionString: url, application_name: 'group-pinned-horizon' });
+    await holder.connect();
+    await holder.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
+    await holder.query('SELECT count(*) FROM pg_class');
+  }
+  const before = await indexReads(admin);
+  const pool = new pg.Pool({ connectionString: url, max: 10 });
+  let handled = 0;
+  let outOfOrder = 0;
+  const last = new Map<string, number>();
+  const dispatcher = createDispatcher({
+    pool,
+    schema: SCHEMA,
+    publisher: {
+      publish: async (message) => {
+        const i = (message.payload as { i: number }).i;
+        if ((last.get(message.key) ?? -1) > i) outOfOrder++;
+        last.set(message.key, i);
+        handled++;
+      },
+    },
+  });
+  const t0 = performance.now();
+  await dispatcher.start();
+  const tenths: number[] = [];
+  let mark = 0;
+  let markAt = t0;
+  while (handled < MESSAGES && performance.now() - t0 < 900_000) {
+    await new Promise((r) => setTimeout(r, 20));
+    if (handled - mark >= MESSAGES / 10 || handled >= MESSAGES) {
+      const now = performance.now();
+      tenths.push(Math.round(((handled - mark) / (now - markAt)) * 1000));
+      [mark, markAt] = [handled, now];
+    }
+  }
+  const seconds = (performance.now() - t0) / 1000;
+  await dispatcher.stop();
+  await pool.end(); // the sessions' counts reach the statistics as they end
+  if (holder) await holder.query('ROLLBACK').then(() => holder.end());
+  // ended sessions flush their counts within a second or so: read until two reads agree
+  let after = await indexReads(admin);
+  for (let i = 0; i < 20; i++) {
+    await new Promise((r) => setTimeout(r, 750));
+    const next = await indexReads(admin);
+    const same = [...next].every(([k, v]) => v.scans === after.get(k)?.scans && v.entries === after.get(k)?.entries);
+    after = next;
+    if (same) break;
+  }
+  await admin.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`);
+  await admin.end();
+  if (outOfOrder > 0) throw new Error(`${outOfOrder} messages published before an earlier one of their aggregate`);
+  const reads = INDEXES.map((name) => {
+    const [a, b] = [after.get(name), before.get(name)];
+    const scans = (a?.scans ?? 0) - (b?.scans ?? 0);
+    return scans === 0 ? '—' : `${Math.round(((a?.entries ?? 0) - (b?.entries ?? 0)) / scans).toLocaleString('en-US')}`;
+  });
+  const rate = Math.round(handled / seconds).toLocaleString('en-US');
+  return `| ${pinned ? 'held' : '—'} | ${rate} | ${tenths.map((x) => x.toLocaleString('en-US')).join(' ')} | ${reads.join(' | ')} |`;
+}
+
+console.log(`${MESSAGES.toLocaleString('en-US')} ordered outbox messages of ${GROUPS.toLocaleString('en-US')} aggregate(s), one dispatcher at the library defaults; index entries read per scan`);
+console.log(`| snapshot | msg/s | msg/s per tenth | ${INDEXES.join(' | ')} |`);
+console.log(`|---|---:|---|${INDEXES.map(() => '---:').join('|')}|`);
+for (const pinned of HELD) console.log(await drain(pinned));
