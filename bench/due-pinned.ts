@@ -11,6 +11,7 @@
 //   DUE_PINNED_FREE_S, DUE_PINNED_HELD_S: seconds without and with the snapshot held (default 20, 120)
 // Works in a schema of its own (due_pinned_<pid>) in that database, dropped at the end.
 import pg from 'pg';
+import { indexReads } from './lib/index-reads.js';
 import { createWorker, defineTask, enqueueMany, migrate, RetryableError } from '@leasehold/core';
 
 const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -51,14 +52,6 @@ const retrier = defineTask<{ i: number }>('due-pinned-retry', {
 });
 const task = MODE === 'sleep' ? sleeper : retrier;
 
-async function indexReads(pool: pg.Pool): Promise<Map<string, { scans: number; entries: number }>> {
-  const { rows } = await pool.query<{ name: string; scans: string; entries: string }>(
-    `SELECT indexrelname AS name, idx_scan AS scans, idx_tup_read AS entries FROM pg_stat_user_indexes WHERE schemaname = $1`,
-    [SCHEMA],
-  );
-  return new Map(rows.map((r) => [r.name, { scans: Number(r.scans), entries: Number(r.entries) }]));
-}
-
 function quantile(xs: readonly number[], q: number): string {
   if (xs.length === 0) return '—';
   const sorted = [...xs].sort((a, b) => a - b);
@@ -92,12 +85,12 @@ console.log(`${MODE}: ${RATE} a second, ${DELAY_MS} ms each, two workers at the 
 console.log(`| s | held | started | late p50 / p99 / max (ms) | ${INDEXES.map((n) => `${n} entries per scan (scans)`).join(' | ')} |`);
 console.log(`|---:|---|---:|---|${INDEXES.map(() => '---:').join('|')}|`);
 let holder: pg.Client | undefined;
-let before = await indexReads(admin);
+let before = await indexReads(admin, SCHEMA);
 for (let s = 10; s <= FREE_S + HELD_S; s += 10) {
   await new Promise((r) => setTimeout(r, t0 + s * 1000 - performance.now()));
   const window = late;
   late = [];
-  const now = await indexReads(admin);
+  const now = await indexReads(admin, SCHEMA);
   const reads = INDEXES.map((name) => {
     const [a, b] = [now.get(name), before.get(name)];
     const scans = (a?.scans ?? 0) - (b?.scans ?? 0);

@@ -10,6 +10,7 @@
 //   (GROUP_PINNED_HELD: both (default), no or yes)
 // Works in a schema of its own (group_pinned_<pid>) in that database, dropped at the end.
 import pg from 'pg';
+import { entriesPerScan, indexReads, settledIndexReads } from './lib/index-reads.js';
 import { createDispatcher, createOutbox, migrate } from '@leasehold/outbox';
 
 const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -19,14 +20,6 @@ const HELD = { both: [false, true], no: [false], yes: [true] }[process.env.GROUP
 if (HELD === undefined) throw new Error('GROUP_PINNED_HELD must be both, no or yes');
 const SCHEMA = `group_pinned_${process.pid}`;
 const INDEXES = ['outbox_blocked', 'outbox_group_pkey', 'outbox_pkey', 'outbox_claim'];
-
-async function indexReads(pool: pg.Pool): Promise<Map<string, { scans: number; entries: number }>> {
-  const { rows } = await pool.query<{ name: string; scans: string; entries: string }>(
-    `SELECT indexrelname AS name, idx_scan AS scans, idx_tup_read AS entries FROM pg_stat_user_indexes WHERE schemaname = $1`,
-    [SCHEMA],
-  );
-  return new Map(rows.map((r) => [r.name, { scans: Number(r.scans), entries: Number(r.entries) }]));
-}
 
 async function drain(pinned: boolean): Promise<string> {
   const admin = new pg.Pool({ connectionString: url, max: 2 });
@@ -50,7 +43,7 @@ async function drain(pinned: boolean): Promise<string> {
     await holder.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
     await holder.query('SELECT count(*) FROM pg_class');
   }
-  const before = await indexReads(admin);
+  const before = await indexReads(admin, SCHEMA);
   const pool = new pg.Pool({ connectionString: url, max: 10 });
   let handled = 0;
   let outOfOrder = 0;
@@ -84,23 +77,11 @@ async function drain(pinned: boolean): Promise<string> {
   await dispatcher.stop();
   await pool.end(); // the sessions' counts reach the statistics as they end
   if (holder) await holder.query('ROLLBACK').then(() => holder.end());
-  // ended sessions flush their counts within a second or so: read until two reads agree
-  let after = await indexReads(admin);
-  for (let i = 0; i < 20; i++) {
-    await new Promise((r) => setTimeout(r, 750));
-    const next = await indexReads(admin);
-    const same = [...next].every(([k, v]) => v.scans === after.get(k)?.scans && v.entries === after.get(k)?.entries);
-    after = next;
-    if (same) break;
-  }
+  const after = await settledIndexReads(admin, SCHEMA);
   await admin.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`);
   await admin.end();
   if (outOfOrder > 0) throw new Error(`${outOfOrder} messages published before an earlier one of their aggregate`);
-  const reads = INDEXES.map((name) => {
-    const [a, b] = [after.get(name), before.get(name)];
-    const scans = (a?.scans ?? 0) - (b?.scans ?? 0);
-    return scans === 0 ? '—' : `${Math.round(((a?.entries ?? 0) - (b?.entries ?? 0)) / scans).toLocaleString('en-US')}`;
-  });
+  const reads = entriesPerScan(before, after, INDEXES);
   const rate = Math.round(handled / seconds).toLocaleString('en-US');
   return `| ${pinned ? 'held' : '—'} | ${rate} | ${tenths.map((x) => x.toLocaleString('en-US')).join(' ')} | ${reads.join(' | ')} |`;
 }

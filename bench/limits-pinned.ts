@@ -11,6 +11,7 @@
 //   default 0)
 // Works in a schema of its own (limits_pinned_<pid>) in that database, dropped at the end.
 import pg from 'pg';
+import { entriesPerScan, indexReads, settledIndexReads } from './lib/index-reads.js';
 import { createWorker, defineLimit, defineTask, enqueueMany, migrate } from '@leasehold/core';
 
 const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -26,14 +27,6 @@ type Kind = 'none' | 'striped' | 'listed' | 'keyed';
 
 const bounds: Record<Kind, number | undefined> = { none: undefined, striped: 1_000, listed: 20, keyed: 4 };
 const KEYS = Number(process.env.LIMITS_PINNED_KEYS ?? 50);
-
-async function indexReads(pool: pg.Pool): Promise<Map<string, { scans: number; entries: number }>> {
-  const { rows } = await pool.query<{ name: string; scans: string; entries: string }>(
-    `SELECT indexrelname AS name, idx_scan AS scans, idx_tup_read AS entries FROM pg_stat_user_indexes WHERE schemaname = $1`,
-    [SCHEMA],
-  );
-  return new Map(rows.map((r) => [r.name, { scans: Number(r.scans), entries: Number(r.entries) }]));
-}
 
 async function drain(kind: Kind, pinned: boolean): Promise<string> {
   const admin = new pg.Pool({ connectionString: url, max: 2 });
@@ -56,7 +49,7 @@ async function drain(kind: Kind, pinned: boolean): Promise<string> {
   }
   const pool = new pg.Pool({ connectionString: url, max: 12 });
   const workers = [0, 1].map(() => createWorker({ pool, tasks: [task], schema: SCHEMA, logger: null }));
-  const before = await indexReads(admin);
+  const before = await indexReads(admin, SCHEMA);
   const t0 = performance.now();
   await Promise.all(workers.map((w) => w.start()));
   const tenths: number[] = [];
@@ -74,22 +67,10 @@ async function drain(kind: Kind, pinned: boolean): Promise<string> {
   await Promise.all(workers.map((w) => w.stop()));
   await pool.end(); // the sessions' counts reach the statistics as they end
   if (holder) await holder.query('ROLLBACK').then(() => holder.end());
-  // ended sessions flush their counts within a second or so: read until two reads agree
-  let after = await indexReads(admin);
-  for (let i = 0; i < 20; i++) {
-    await new Promise((r) => setTimeout(r, 750));
-    const next = await indexReads(admin);
-    const same = [...next].every(([k, v]) => v.scans === after.get(k)?.scans && v.entries === after.get(k)?.entries);
-    after = next;
-    if (same) break;
-  }
+  const after = await settledIndexReads(admin, SCHEMA);
   await admin.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`);
   await admin.end();
-  const reads = INDEXES.map((name) => {
-    const [a, b] = [after.get(name), before.get(name)];
-    const scans = (a?.scans ?? 0) - (b?.scans ?? 0);
-    return scans === 0 ? '—' : `${Math.round(((a?.entries ?? 0) - (b?.entries ?? 0)) / scans).toLocaleString('en-US')}`;
-  });
+  const reads = entriesPerScan(before, after, INDEXES);
   const rate = Math.round(handled / seconds).toLocaleString('en-US');
   return `| ${kind}${bound === undefined ? '' : ` (${bound})`} | ${pinned ? 'held' : '—'} | ${rate} | ${tenths.map((x) => x.toLocaleString('en-US')).join(' ')} | ${reads.join(' | ')} |`;
 }
