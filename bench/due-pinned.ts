@@ -11,6 +11,7 @@
 //   DUE_PINNED_FREE_S, DUE_PINNED_HELD_S: seconds without and with the snapshot held (default 20, 120)
 // Works in a schema of its own (due_pinned_<pid>) in that database, dropped at the end.
 import pg from 'pg';
+import { holdSnapshot, releaseSnapshot } from '../test/hold-snapshot.js';
 import { indexReads } from './lib/index-reads.js';
 import { createWorker, defineTask, enqueueMany, migrate, RetryableError } from '@leasehold/core';
 
@@ -99,16 +100,13 @@ for (let s = 10; s <= FREE_S + HELD_S; s += 10) {
   before = now;
   console.log(`| ${s} | ${holder ? 'yes' : '—'} | ${window.length} | ${quantile(window, 0.5)} / ${quantile(window, 0.99)} / ${quantile(window, 1)} | ${reads.join(' | ')} |`);
   if (!holder && s >= FREE_S) {
-    holder = new pg.Client({ connectionString: url });
-    await holder.connect();
-    await holder.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
-    await holder.query('SELECT count(*) FROM pg_class');
+    holder = await holdSnapshot(url, 'due-pinned-horizon');
   }
 }
 producing = false;
 await producer;
 await Promise.all(workers.map((w) => w.stop()));
 await pool.end();
-if (holder) await holder.query('ROLLBACK').then(() => holder!.end());
+if (holder) await releaseSnapshot(holder);
 await admin.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`);
 await admin.end();

@@ -10,7 +10,9 @@
 //   (GROUP_PINNED_HELD: both (default), no or yes)
 // Works in a schema of its own (group_pinned_<pid>) in that database, dropped at the end.
 import pg from 'pg';
+import { holdSnapshot, releaseSnapshot } from '../test/hold-snapshot.js';
 import { entriesPerScan, indexReads, settledIndexReads } from './lib/index-reads.js';
+import { rateByTenths } from './lib/rate-by-tenths.js';
 import { createDispatcher, createOutbox, migrate } from '@leasehold/outbox';
 
 const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -36,13 +38,7 @@ async function drain(pinned: boolean): Promise<string> {
     await outbox.addMany(admin, events);
   }
   await admin.query(`ANALYZE ${SCHEMA}.outbox`);
-  let holder: pg.Client | undefined;
-  if (pinned) {
-    holder = new pg.Client({ connectionString: url, application_name: 'group-pinned-horizon' });
-    await holder.connect();
-    await holder.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
-    await holder.query('SELECT count(*) FROM pg_class');
-  }
+  const holder = pinned ? await holdSnapshot(url, 'group-pinned-horizon') : undefined;
   const before = await indexReads(admin, SCHEMA);
   const pool = new pg.Pool({ connectionString: url, max: 10 });
   let handled = 0;
@@ -62,21 +58,11 @@ async function drain(pinned: boolean): Promise<string> {
   });
   const t0 = performance.now();
   await dispatcher.start();
-  const tenths: number[] = [];
-  let mark = 0;
-  let markAt = t0;
-  while (handled < MESSAGES && performance.now() - t0 < 900_000) {
-    await new Promise((r) => setTimeout(r, 20));
-    if (handled - mark >= MESSAGES / 10 || handled >= MESSAGES) {
-      const now = performance.now();
-      tenths.push(Math.round(((handled - mark) / (now - markAt)) * 1000));
-      [mark, markAt] = [handled, now];
-    }
-  }
+  const tenths = await rateByTenths(() => handled, MESSAGES, t0, 900_000);
   const seconds = (performance.now() - t0) / 1000;
   await dispatcher.stop();
   await pool.end(); // the sessions' counts reach the statistics as they end
-  if (holder) await holder.query('ROLLBACK').then(() => holder.end());
+  if (holder) await releaseSnapshot(holder);
   const after = await settledIndexReads(admin, SCHEMA);
   await admin.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`);
   await admin.end();

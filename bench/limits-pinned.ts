@@ -11,7 +11,9 @@
 //   default 0)
 // Works in a schema of its own (limits_pinned_<pid>) in that database, dropped at the end.
 import pg from 'pg';
+import { holdSnapshot, releaseSnapshot } from '../test/hold-snapshot.js';
 import { entriesPerScan, indexReads, settledIndexReads } from './lib/index-reads.js';
+import { rateByTenths } from './lib/rate-by-tenths.js';
 import { createWorker, defineLimit, defineTask, enqueueMany, migrate } from '@leasehold/core';
 
 const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -41,32 +43,17 @@ async function drain(kind: Kind, pinned: boolean): Promise<string> {
     await enqueueMany(admin, task, Array.from({ length: n }, (_, i) => ({ payload: { i: done + i }, priority: PRIORITY, ...(kind === 'keyed' ? { limitKey: `k${(done + i) % KEYS}` } : {}) })), { schema: SCHEMA });
   }
   await admin.query(`VACUUM ANALYZE ${SCHEMA}.task`);
-  const holder = pinned ? new pg.Client({ connectionString: url }) : undefined;
-  if (holder) {
-    await holder.connect();
-    await holder.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
-    await holder.query('SELECT count(*) FROM pg_class');
-  }
+  const holder = pinned ? await holdSnapshot(url, 'limits-pinned-horizon') : undefined;
   const pool = new pg.Pool({ connectionString: url, max: 12 });
   const workers = [0, 1].map(() => createWorker({ pool, tasks: [task], schema: SCHEMA, logger: null }));
   const before = await indexReads(admin, SCHEMA);
   const t0 = performance.now();
   await Promise.all(workers.map((w) => w.start()));
-  const tenths: number[] = [];
-  let mark = 0;
-  let markAt = t0;
-  while (handled < TASKS && performance.now() - t0 < 600_000) {
-    await new Promise((r) => setTimeout(r, 20));
-    if (handled - mark >= TASKS / 10 || handled >= TASKS) {
-      const now = performance.now();
-      tenths.push(Math.round(((handled - mark) / (now - markAt)) * 1000));
-      [mark, markAt] = [handled, now];
-    }
-  }
+  const tenths = await rateByTenths(() => handled, TASKS, t0, 600_000);
   const seconds = (performance.now() - t0) / 1000;
   await Promise.all(workers.map((w) => w.stop()));
   await pool.end(); // the sessions' counts reach the statistics as they end
-  if (holder) await holder.query('ROLLBACK').then(() => holder.end());
+  if (holder) await releaseSnapshot(holder);
   const after = await settledIndexReads(admin, SCHEMA);
   await admin.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`);
   await admin.end();

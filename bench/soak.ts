@@ -28,6 +28,7 @@ import { createInterface } from 'node:readline';
 import pg from 'pg';
 import { cancelTask, enqueueMany, migrate } from '@leasehold/core';
 import { databaseOf, startPgBouncer, stopPgBouncer, throughPgBouncer } from '../test/pooler/pgbouncer-process.js';
+import { holdSnapshot, releaseSnapshot } from '../test/hold-snapshot.js';
 import { soakTasks } from './soak-tasks.js';
 
 const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -52,13 +53,7 @@ await migrate(admin, { schema: SCHEMA });
 await admin.query(`CREATE TABLE ${SCHEMA}.soak_effect (kind text NOT NULL, key text NOT NULL, due_ms float8, at_ms float8 NOT NULL, pid int NOT NULL, place text)`);
 let tasks = soakTasks(SCHEMA, admin);
 
-let holder: pg.Client | undefined;
-if (HOLD) {
-  holder = new pg.Client({ connectionString: url, application_name: 'soak-snapshot' });
-  await holder.connect();
-  await holder.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
-  await holder.query('SELECT count(*) FROM pg_class');
-}
+const holder = HOLD ? await holdSnapshot(url, 'soak-snapshot') : undefined;
 
 // the workers' warnings and errors (their logger writes those to stderr, info to stdout), and a
 // worker that exits unasked: each one is a finding
@@ -216,7 +211,7 @@ for (const child of children) {
   child.kill('SIGTERM');
 }
 await Promise.all(children.map((c) => (c.exitCode === null && c.signalCode === null ? once(c, 'exit') : undefined)));
-if (holder) await holder.query('ROLLBACK').then(() => holder!.end());
+if (holder) await releaseSnapshot(holder);
 if (process.env.SOAK_KEEP !== '1') await admin.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`);
 await admin.end();
 if (bouncer) await stopPgBouncer(bouncer);

@@ -8,13 +8,7 @@ import { afterEach } from 'vitest';
  * A session that holds a snapshot, as a long report would: nothing claimed after it can be
  * vacuumed. The caller ends it.
  */
-export async function holdHorizon(url: string, applicationName: string): Promise<pg.Client> {
-  const client = new pg.Client({ connectionString: url, application_name: applicationName });
-  await client.connect();
-  await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
-  await client.query('SELECT count(*) FROM pg_class');
-  return client;
-}
+export { holdSnapshot as holdHorizon } from './hold-snapshot.js';
 
 /** Scans of one of `leasehold`'s indexes and the entries they read, as the server counts them (flushed when a session ends). */
 export async function indexReads(db: Kysely<object>, index: string): Promise<{ scans: number; entries: number }> {

@@ -92,10 +92,8 @@ const LOCKED_ROWS_MAX = 16;
 function groupSource(groups: readonly string[], locked: readonly LockedGroup[] | undefined): GroupSource | undefined {
   const keys = [...new Set(groups)];
   if (keys.length === 0) return undefined;
-  if (locked !== undefined && locked.length === keys.length && keys.length <= LOCKED_ROWS_MAX) {
-    const wanted = new Set(keys);
-    if (locked.every((l) => wanted.has(l.key))) return { locked };
-  }
+  // the lock found every group's row (it returns only the rows of these keys, one each)
+  if (locked !== undefined && locked.length === keys.length && keys.length <= LOCKED_ROWS_MAX) return { locked };
   return { keys };
 }
 
