@@ -181,8 +181,12 @@ async function runThroughFailover(c: Cluster, mode: 'synchronous' | 'asynchronou
     },
   });
   const echo = defineTask<{ n: number }, unknown, { n: number }>('failover-echo', { lease: `${LEASE_MS}ms`, handler: ({ n }) => ({ n }) });
-  const tickRuns: number[] = [];
-  const tick = defineTask<{ at: string }>('failover-tick', { lease: `${LEASE_MS}ms`, handler: () => void tickRuns.push(now()) });
+  // each tick's run: when it ran, and the wall-clock time of the slot it was fired for
+  const tickRuns: { at: number; slot: number }[] = [];
+  const tick = defineTask<{ at: string }>('failover-tick', {
+    lease: `${LEASE_MS}ms`,
+    handler: ({ at }) => void tickRuns.push({ at: now(), slot: Date.parse(at) }),
+  });
   const everySecond = defineSchedule('failover-every-second', tick, { cron: '* * * * * *', catchUp: 60, payload: (at) => ({ at: at.toISOString() }) });
   const worker = createWorker({ pool, tasks: [work, echo, tick], schedules: [everySecond], pollInterval: `${WORKER_POLL_MS}ms`, concurrency: 8, logger: null });
 
@@ -313,8 +317,11 @@ async function runThroughFailover(c: Cluster, mode: 'synchronous' | 'asynchronou
   await until(() => workerClaimedAt < Infinity, 'the worker claiming on the promoted server', RECOVERY_BOUND_MS);
   await until(() => dispatcherClaimedAt < Infinity, 'the dispatcher claiming on the promoted server', RECOVERY_BOUND_MS);
   await until(() => waits.some((w) => w.settledAt > switchedAt && w.outcome === 'result'), 'a waitForResult answered after the switch', RECOVERY_BOUND_MS);
-  // a tick ran after the switch: the scheduler fired on the promoted server
-  const ticked = () => tickRuns.find((t) => t > switchedAt);
+  // a tick for a slot after the switch ran: the scheduler fired on the promoted server. A tick
+  // that merely ran after the switch may be one fired before the crash whose done was lost with
+  // the old primary (asynchronous), run again after its lease.
+  const switchedAtWall = performance.timeOrigin + switchedAt;
+  const ticked = () => tickRuns.find((t) => t.slot > switchedAtWall)?.at;
   await until(() => ticked() !== undefined, 'a tick fired on the promoted server', SCHEDULER_RETRY_CAP_MS + WORKER_POLL_MS);
   const recovered = {
     worker: since(workerClaimedAt),
