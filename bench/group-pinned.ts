@@ -6,8 +6,11 @@
 // the snapshot is held. Prints each drain's rate per tenth of its messages, and the index entries
 // its scans read per scan, as the server counts them (pg_stat_user_indexes). A measurement, not a
 // test: it asserts nothing but the order.
+// GROUP_PINNED_SHAPE=trickle adds the messages one at a time instead, each once the one before was
+// published, so the aggregate empties after each and is made anew for the next (a busy aggregate
+// whose messages leave as they come): its rows' entries stay in the index all the same.
 //   DATABASE_URL=postgres://… npx tsx --conditions=@leasehold/source bench/group-pinned.ts
-//   (GROUP_PINNED_HELD: both (default), no or yes)
+//   (GROUP_PINNED_HELD: both (default), no or yes; GROUP_PINNED_SHAPE: backlog (default) or trickle)
 // Works in a schema of its own (group_pinned_<pid>) in that database, dropped at the end.
 import pg from 'pg';
 import { holdSnapshot, releaseSnapshot } from '../test/hold-snapshot.js';
@@ -20,6 +23,8 @@ const MESSAGES = Number(process.env.GROUP_PINNED_MESSAGES ?? 20_000);
 const GROUPS = Number(process.env.GROUP_PINNED_GROUPS ?? 1);
 const HELD = { both: [false, true], no: [false], yes: [true] }[process.env.GROUP_PINNED_HELD ?? 'both'];
 if (HELD === undefined) throw new Error('GROUP_PINNED_HELD must be both, no or yes');
+const SHAPE = process.env.GROUP_PINNED_SHAPE ?? 'backlog';
+if (SHAPE !== 'backlog' && SHAPE !== 'trickle') throw new Error('GROUP_PINNED_SHAPE must be backlog or trickle');
 const SCHEMA = `group_pinned_${process.pid}`;
 const INDEXES = ['outbox_blocked', 'outbox_group_pkey', 'outbox_pkey', 'outbox_claim'];
 
@@ -28,14 +33,9 @@ async function drain(pinned: boolean): Promise<string> {
   await admin.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`);
   await migrate(admin, { schema: SCHEMA });
   const outbox = createOutbox({ schema: SCHEMA, orderedEventTypes: ['bench.ordered'] });
-  for (let start = 0; start < MESSAGES; start += 1000) {
-    const events = Array.from({ length: Math.min(1000, MESSAGES - start) }, (_, k) => ({
-      aggregateType: 'bench',
-      aggregateId: (start + k) % GROUPS,
-      eventType: 'bench.ordered',
-      payload: { i: start + k },
-    }));
-    await outbox.addMany(admin, events);
+  const event = (i: number) => ({ aggregateType: 'bench', aggregateId: i % GROUPS, eventType: 'bench.ordered', payload: { i } });
+  for (let start = 0; SHAPE === 'backlog' && start < MESSAGES; start += 1000) {
+    await outbox.addMany(admin, Array.from({ length: Math.min(1000, MESSAGES - start) }, (_, k) => event(start + k)));
   }
   await admin.query(`ANALYZE ${SCHEMA}.outbox`);
   const holder = pinned ? await holdSnapshot(url, 'group-pinned-horizon') : undefined;
@@ -43,6 +43,7 @@ async function drain(pinned: boolean): Promise<string> {
   const pool = new pg.Pool({ connectionString: url, max: 10 });
   let handled = 0;
   let outOfOrder = 0;
+  let published: (() => void) | undefined;
   const last = new Map<string, number>();
   const dispatcher = createDispatcher({
     pool,
@@ -53,12 +54,15 @@ async function drain(pinned: boolean): Promise<string> {
         if ((last.get(message.key) ?? -1) > i) outOfOrder++;
         last.set(message.key, i);
         handled++;
+        published?.();
       },
     },
   });
   const t0 = performance.now();
   await dispatcher.start();
+  const trickle = SHAPE === 'trickle' ? addOneAtATime(outbox, admin, event, (wait) => (published = wait)) : undefined;
   const tenths = await rateByTenths(() => handled, MESSAGES, t0, 900_000);
+  await trickle;
   const seconds = (performance.now() - t0) / 1000;
   await dispatcher.stop();
   await pool.end(); // the sessions' counts reach the statistics as they end
@@ -72,7 +76,22 @@ async function drain(pinned: boolean): Promise<string> {
   return `| ${pinned ? 'held' : '—'} | ${rate} | ${tenths.map((x) => x.toLocaleString('en-US')).join(' ')} | ${reads.join(' | ')} |`;
 }
 
-console.log(`${MESSAGES.toLocaleString('en-US')} ordered outbox messages of ${GROUPS.toLocaleString('en-US')} aggregate(s), one dispatcher at the library defaults; index entries read per scan`);
+/** Adds the messages one at a time, each once the one before was published. */
+async function addOneAtATime(
+  outbox: ReturnType<typeof createOutbox>,
+  pool: pg.Pool,
+  event: (i: number) => Parameters<ReturnType<typeof createOutbox>['add']>[1],
+  onPublished: (resolve: () => void) => void,
+): Promise<void> {
+  for (let i = 0; i < MESSAGES; i++) {
+    const out = new Promise<void>((resolve) => onPublished(resolve));
+    await outbox.add(pool, event(i));
+    await out;
+  }
+}
+
+const how = SHAPE === 'trickle' ? 'added one at a time, each once the one before was published' : 'preloaded';
+console.log(`${MESSAGES.toLocaleString('en-US')} ordered outbox messages of ${GROUPS.toLocaleString('en-US')} aggregate(s), ${how}, one dispatcher at the library defaults; index entries read per scan`);
 console.log(`| snapshot | msg/s | msg/s per tenth | ${INDEXES.join(' | ')} |`);
 console.log(`|---|---:|---|${INDEXES.map(() => '---:').join('|')}|`);
 for (const pinned of HELD) console.log(await drain(pinned));

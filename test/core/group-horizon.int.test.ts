@@ -4,7 +4,10 @@
 // past the head it finished, so what it reads stays flat; from the group's start it read every
 // entry left behind, and one long group's drain was quadratic. The group's row gets a version per
 // finished head, so it is looked up by its key once per head (its lock), not three times.
-import { createWorker, defineTask, enqueueMany } from '@leasehold/core';
+// A busy group that empties after each row (its rows run as they come) is made anew for each:
+// its producer looks for the new row from the lowest id it inserted, and its finisher, finding
+// nothing past the head, looks below it only from the group's first head, not from its start.
+import { createWorker, defineTask, enqueue, enqueueMany, waitForResult } from '@leasehold/core';
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../fixtures.js';
@@ -15,6 +18,8 @@ const t = useTestDatabase();
 const { newPool, endPool, endAfter } = useSessions(t.url);
 const track = useWorkers();
 const N = 2_000;
+/** Tasks of the group that empties after each. */
+const ONE_AT_A_TIME = 300;
 
 describe('one long ordering group with the horizon held', () => {
   it('runs in order, and each finisher reads its next row, not the entries of the rows before it', { timeout: 180_000 }, async () => {
@@ -38,18 +43,11 @@ describe('one long ordering group with the horizon held', () => {
     await endPool(pool);
     expect(handled).toEqual(Array.from({ length: N }, (_, n) => n));
 
-    let after = before;
-    await expect
-      .poll(async () => {
-        after = await indexReads(t.db, 'task_blocked');
-        return after.scans - before.scans;
-      }, { timeout: 15_000 })
-      .toBeGreaterThanOrEqual(N - 1);
-    const perScan = (after.entries - before.entries) / (after.scans - before.scans);
+    const { perScan, scans } = await blockedReadsSince(before, N - 1);
     // a finisher's look reads the next row's entry (and the group's last, from its start, the
     // entries of all 2,000: once); from the group's start every look read the entries of the rows
     // before it, some 1,000 a look on average
-    expect(perScan, `task_blocked entries read per scan (${after.scans - before.scans} scans)`).toBeLessThan(20);
+    expect(perScan, `task_blocked entries read per scan (${scans} scans)`).toBeLessThan(20);
     // the group's row is written at every finished head, so with the horizon held a look by its
     // key walks every version written since: the finisher looks it up once, to lock it, and the
     // settle writes it where the lock found it (three looks a head when the settle read and wrote
@@ -57,4 +55,45 @@ describe('one long ordering group with the horizon held', () => {
     const groupAfter = await indexReads(t.db, 'task_group_pkey');
     expect(groupAfter.scans - groupBefore.scans, 'lookups of the group row by its key').toBeLessThan(1.5 * N);
   });
+
+  it('a group that empties after each task: its producer and finisher read the entries of its current rows only', { timeout: 180_000 }, async () => {
+    const handled: number[] = [];
+    const job = defineTask<{ n: number }>('group-horizon-one', { ordered: true, handler: ({ n }) => void handled.push(n) });
+    endAfter(await holdHorizon(t.url, 'group-horizon-one'));
+    const workerPool = newPool();
+    const worker = track(createWorker({ pool: workerPool, tasks: [job], concurrency: 2 }));
+    await worker.start();
+    const before = await indexReads(t.db, 'task_blocked');
+    // one task at a time, each enqueued once the one before is done, so each finds its group gone
+    const producerPool = newPool(1);
+    for (let n = 0; n < ONE_AT_A_TIME; n++) {
+      const ref = await enqueue(producerPool, job, { n }, { groupKey: 'account-8' });
+      await waitForResult(producerPool, ref, { timeout: '30s' });
+    }
+    await worker.stop();
+    // the sessions have ended, so their counts are in
+    await endPool(workerPool);
+    await endPool(producerPool);
+    expect(handled).toEqual(Array.from({ length: ONE_AT_A_TIME }, (_, n) => n));
+    const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM leasehold.task_group`.execute(t.db);
+    expect(rows[0]!.n, 'group rows left').toBe(0);
+
+    // each task: its producer's look, and its finisher's past the head and below it
+    const { perScan, scans } = await blockedReadsSince(before, 3 * ONE_AT_A_TIME);
+    // from the group's start, the producer's and the finisher's looks read the entry of every task
+    // of the group before, some 100 a look on average
+    expect(perScan, `task_blocked entries read per scan (${scans} scans)`).toBeLessThan(5);
+  });
 });
+
+/** task_blocked's entries read per scan since `before`, once the sessions' counts show at least `scans` scans. */
+async function blockedReadsSince(before: { scans: number; entries: number }, scans: number): Promise<{ perScan: number; scans: number }> {
+  let after = before;
+  await expect
+    .poll(async () => {
+      after = await indexReads(t.db, 'task_blocked');
+      return after.scans - before.scans;
+    }, { timeout: 15_000 })
+    .toBeGreaterThanOrEqual(scans);
+  return { perScan: (after.entries - before.entries) / (after.scans - before.scans), scans: after.scans - before.scans };
+}

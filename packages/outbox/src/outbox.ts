@@ -105,7 +105,8 @@ export function createOutbox(options: OutboxOptions = {}): Outbox {
     return inTransaction(executor, async (trx) => {
       await leaseLockGroups(trx, table, groups);
       const ids = await outboxInsertMany(trx, table, rows);
-      await leaseSettleGroups(trx, table, groups);
+      // ids come sorted: the first is the lowest this transaction inserted
+      await leaseSettleGroups(trx, table, groups, { insertedFrom: ids[0] });
       return ids;
     }, 'ordered events lock their aggregate until commit');
   };

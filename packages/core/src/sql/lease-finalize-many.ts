@@ -115,8 +115,8 @@ async function finalizeMany<Row>(
       if (parents.length > 0) await lockParents(trx, table, parents, items);
       const results = await finalizeStatement(trx, table, items);
       let handed: Claimed<Row>[] = [];
-      if (groups.length > 0 && handoff !== undefined) handed = (await leaseSettleGroupsHanding(trx, table, groups, handoff, locked)).handed;
-      else if (groups.length > 0) await leaseSettleGroups(trx, table, groups, locked);
+      if (groups.length > 0 && handoff !== undefined) handed = (await leaseSettleGroupsHanding(trx, table, groups, handoff, { locked })).handed;
+      else if (groups.length > 0) await leaseSettleGroups(trx, table, groups, { locked });
       return { results, handed };
     },
     "finishing an ordered row hands its group's head to the next row; an ending child may wake its parent",

@@ -70,11 +70,11 @@ export async function leaseLockFinishingGroups(
 ): Promise<LockedGroup[] | undefined> {
   const keys = [...new Set(groups)];
   if (keys.length === 0) return [];
-  const locked = await execute<{ group_key: string; row_id: string; head_id: string | null }>(
+  const locked = await execute<{ group_key: string; row_id: string; head_id: string | null; first_id: string | null }>(
     executor,
     sql`
       WITH ${wakeLockCte(table)}
-      SELECT g.group_key, g.ctid::text AS row_id, g.head_id::text AS head_id FROM ${groupTableRef(table)} AS g CROSS JOIN wake
+      SELECT g.group_key, g.ctid::text AS row_id, g.head_id::text AS head_id, g.first_id::text AS first_id FROM ${groupTableRef(table)} AS g CROSS JOIN wake
       WHERE g.group_key = ANY(${keys}::text[])
       ORDER BY g.group_key COLLATE "C"
       FOR NO KEY UPDATE OF g
@@ -85,7 +85,7 @@ export async function leaseLockFinishingGroups(
     await leaseLockGroups(executor, table, keys);
     return undefined;
   }
-  return locked.map((r) => ({ key: r.group_key, rowId: r.row_id, headId: r.head_id }));
+  return locked.map((r) => ({ key: r.group_key, rowId: r.row_id, headId: r.head_id, firstId: r.first_id }));
 }
 
 /**
@@ -99,6 +99,8 @@ export interface LockedGroup {
   /** The locked version's `ctid`. */
   readonly rowId: string;
   readonly headId: string | null;
+  /** The group's first head since its row was made (core migration 23); null when not known. */
+  readonly firstId: string | null;
 }
 
 // `keys` is a query yielding distinct group keys as column k

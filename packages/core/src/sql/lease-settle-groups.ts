@@ -19,8 +19,9 @@ import { sleeperMayBeAsleep } from './wake-sleepers.js';
  * The caller must hold the groups' locks ({@link leaseLockGroups}) in the same transaction, and
  * this must be a later statement than the one that took them: its snapshot then holds every row
  * that any other writer of these groups committed. Locks: the unblocked rows and the group rows.
- * Given the rows as `leaseLockFinishingGroups` locked them (`locked`, for the same groups), it
- * reads and writes them where they lie instead of looking each up by its key again.
+ * What the caller knows (`known`) spares reads: the rows as `leaseLockFinishingGroups` locked
+ * them are read and written where they lie instead of looked up by key again, and a producer's
+ * lowest inserted id is where a new group's first row is looked for.
  *
  * @returns how many rows it unblocked
  */
@@ -28,12 +29,23 @@ export async function leaseSettleGroups(
   executor: Executor,
   table: LeasedTable<unknown>,
   groups: readonly string[],
-  locked?: readonly LockedGroup[],
+  known: GroupsKnown = {},
 ): Promise<number> {
-  const source = groupSource(groups, locked);
+  const source = groupSource(groups, known);
   if (source === undefined) return 0;
   const rows = await execute<SettleRow>(executor, settleStatement(table, source, undefined), { prepare: false });
   return settled(rows).promoted;
+}
+
+/** What the caller of {@link leaseSettleGroups} knows of the groups, to spare the settle reads. */
+export interface GroupsKnown {
+  /** The groups' rows as `leaseLockFinishingGroups` locked them, in this transaction. */
+  readonly locked?: readonly LockedGroup[] | undefined;
+  /**
+   * The lowest id this transaction inserted (a producer's): a group whose row it made has no
+   * row below it, so the group's first head is looked for from there, not from the group's start.
+   */
+  readonly insertedFrom?: string | undefined;
 }
 
 /** What {@link leaseSettleGroupsHanding} did. */
@@ -58,9 +70,9 @@ export async function leaseSettleGroupsHanding<Row>(
   table: LeasedTable<Row>,
   groups: readonly string[],
   handoff: HeadHandoff,
-  locked?: readonly LockedGroup[],
+  known: GroupsKnown = {},
 ): Promise<SettledGroups<Row>> {
-  const source = groupSource(groups, locked);
+  const source = groupSource(groups, known);
   if (source === undefined) return { promoted: 0, handed: [] };
   const hand = handoff.max > 0 && table.claimJson !== undefined ? handoff : undefined;
   const rows = await execute<SettleRow>(executor, settleStatement(table, source, hand), { prepare: false });
@@ -77,8 +89,8 @@ interface SettleRow {
   readonly rows?: string | null;
 }
 
-/** The groups to settle: their keys, or their rows as the lock found them when it found every one. */
-type GroupSource = { readonly keys: readonly string[] } | { readonly locked: readonly LockedGroup[] };
+/** The groups to settle: their keys (and a producer's lowest id), or their rows as the lock found them when it found every one. */
+type GroupSource = { readonly keys: readonly string[]; readonly insertedFrom: string | null } | { readonly locked: readonly LockedGroup[] };
 
 /**
  * Most groups whose locked rows the settle takes. A group's row has many versions to walk only
@@ -89,12 +101,15 @@ type GroupSource = { readonly keys: readonly string[] } | { readonly locked: rea
  */
 const LOCKED_ROWS_MAX = 16;
 
-function groupSource(groups: readonly string[], locked: readonly LockedGroup[] | undefined): GroupSource | undefined {
+/** Below every id: a group whose first head is not known is looked through from its start. */
+const ID_MIN = sql.raw(`'-9223372036854775808'::bigint`);
+
+function groupSource(groups: readonly string[], { locked, insertedFrom }: GroupsKnown): GroupSource | undefined {
   const keys = [...new Set(groups)];
   if (keys.length === 0) return undefined;
   // the lock found every group's row (it returns only the rows of these keys, one each)
   if (locked !== undefined && locked.length === keys.length && keys.length <= LOCKED_ROWS_MAX) return { locked };
-  return { keys };
+  return { keys, insertedFrom: insertedFrom ?? null };
 }
 
 function settled(rows: readonly SettleRow[]): { promoted: number; chunks: string[] } {
@@ -125,12 +140,14 @@ function settleStatement(table: LeasedTable<unknown>, source: GroupSource, hando
     'locked' in source
       ? // the rows as the lock returned them: nothing wrote them since (see LockedGroup)
         sql`
-        SELECT x.group_key, x.head_id, x.row_id
+        SELECT x.group_key, x.head_id, x.first_id, x.row_id, NULL::bigint AS inserted_from
         FROM unnest(${source.locked.map((l) => l.key)}::text[], ${source.locked.map((l) => l.headId)}::bigint[],
-                    ${source.locked.map((l) => l.rowId)}::tid[]) AS x(group_key, head_id, row_id)
+                    ${source.locked.map((l) => l.firstId)}::bigint[], ${source.locked.map((l) => l.rowId)}::tid[])
+             AS x(group_key, head_id, first_id, row_id)
         WHERE ${gone(sql`x.head_id`)}`
       : sql`
-        SELECT grp.group_key, grp.head_id, grp.ctid AS row_id FROM ${g} AS grp
+        SELECT grp.group_key, grp.head_id, grp.first_id, grp.ctid AS row_id, ${source.insertedFrom}::bigint AS inserted_from
+        FROM ${g} AS grp
         WHERE grp.group_key = ANY(${source.keys}::text[])
           -- the head's status by its primary key, one lookup per group (a scalar subquery is
           -- never turned into a join): as NOT EXISTS, and with the updates below joined to next,
@@ -150,24 +167,28 @@ function settleStatement(table: LeasedTable<unknown>, source: GroupSource, hando
   return sql<SettleRow>`
       WITH headless AS (${headless}
       ), next AS (
-        SELECT headless.group_key, headless.row_id,
+        SELECT headless.group_key, headless.row_id, headless.head_id AS gone_head,
                -- the group's key as a range, not "=": with "=" the planner may walk the primary
                -- key in id order through every blocked row of the other groups (12 s for 1,000
                -- new groups beside 70,000 blocked rows); a range keeps group_key in the ORDER BY,
                -- which only the blocked index serves.
-               -- First past the head that finished: a group's rows take their ids under its lock,
-               -- so every row behind a head has a higher id. From the group's start, the scan read
-               -- an entry for every row of the group unblocked before, which stay in the index
-               -- while a long transaction elsewhere holds the horizon: one long group's drain was
-               -- quadratic. From the start only when nothing is found past it (a new group, whose
-               -- head is null; a group left empty), so a row below a head would still be found
+               -- First past the head that finished (or, in a group its producer just made, from
+               -- the lowest id it inserted): a group's rows take their ids under its lock, so
+               -- every row behind a head has a higher id. From the group's start, the scan read an
+               -- entry for every row of the group ever blocked, which stay in the index while a
+               -- long transaction elsewhere holds the horizon: one long group's drain was
+               -- quadratic, and so was a busy group that empties after each row.
+               -- Below that only when nothing is found there (a group left empty), so a row below
+               -- a head would still be found; and only from the group's first head since its row
+               -- was made (first_id, core migration 23), below which every row had finished
                coalesce(
                  (SELECT b.id FROM ${t} AS b
                   WHERE b.group_key >= headless.group_key AND b.group_key <= headless.group_key AND b.blocked
-                    AND b.id > headless.head_id
+                    AND b.id >= coalesce(headless.head_id + 1, headless.inserted_from)
                   ORDER BY b.group_key, b.id LIMIT 1),
                  (SELECT b.id FROM ${t} AS b
                   WHERE b.group_key >= headless.group_key AND b.group_key <= headless.group_key AND b.blocked
+                    AND b.id >= coalesce(headless.first_id, ${ID_MIN})
                   ORDER BY b.group_key, b.id LIMIT 1)) AS id
         FROM headless
       )${handing}, unblocked AS (
@@ -180,7 +201,9 @@ function settleStatement(table: LeasedTable<unknown>, source: GroupSource, hando
         -- of a group writes its row, and while a long transaction elsewhere holds the horizon a
         -- lookup by key walks every version written since (three per finished head, a long
         -- group's drain slowing as it went)
-        UPDATE ${g} AS grp SET head_id = next.id, updated_at = now()
+        -- a group's first head is the one chosen when it had none (its row just made)
+        UPDATE ${g} AS grp SET head_id = next.id, first_id = CASE WHEN next.gone_head IS NULL THEN next.id ELSE grp.first_id END,
+                               updated_at = now()
         FROM next
         WHERE grp.ctid = ANY(ARRAY(SELECT row_id FROM next WHERE id IS NOT NULL)) AND grp.ctid = next.row_id
         RETURNING 1

@@ -2,6 +2,7 @@ import { sql, type RawBuilder } from 'kysely';
 import type { LeasedTable } from '../leased-table.js';
 import { execute, executeCached, type Executor } from './execute.js';
 import { leaseLockGroups } from './lease-lock-groups.js';
+import { compareIds } from './lease-claim.js';
 import { leaseSettleGroups } from './lease-settle-groups.js';
 import { tableRef } from './table-ref.js';
 import { inTransaction } from './transaction.js';
@@ -73,11 +74,15 @@ export async function taskInsertMany(
     async (trx) => {
       await leaseLockGroups(trx, table, groups);
       const inserted = await insertResolving(trx, table, rows);
-      await leaseSettleGroups(trx, table, groups);
+      await leaseSettleGroups(trx, table, groups, { insertedFrom: lowestId(inserted.filter((r) => r.inserted)) });
       return inserted;
     },
     'ordered tasks lock their group until commit',
   );
+}
+
+function lowestId(rows: readonly InsertedTask[]): string | undefined {
+  return rows.map((r) => r.id).sort(compareIds)[0];
 }
 
 /**

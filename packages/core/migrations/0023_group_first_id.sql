@@ -1,0 +1,13 @@
+-- A group's row remembers the id of its first head (first_id): the lowest id of the rows that came
+-- into the group since its row was made. A finisher that finds no blocked row past the head it
+-- finished looks below that head only from first_id, not from the group's start: while a long
+-- transaction elsewhere holds the horizon, every row of the group that was ever blocked leaves an
+-- entry in task_blocked that vacuum may not remove, and a group that empties after each row (one
+-- busy aggregate whose rows run as they come) read all of them at every finish. Rows below
+-- first_id finished before the row was made: a group's rows take their ids under its lock, and
+-- its row is deleted only when it has no blocked row left.
+--
+-- Null for a group whose row was made before this migration or by the SQL enqueue function
+-- (migration 14): its finisher looks from the group's start, as before. Additive; applies with
+-- workers of the previous version running (they neither set nor read it).
+ALTER TABLE :SCHEMA.task_group ADD COLUMN first_id bigint;
