@@ -170,8 +170,8 @@ describe("a write that ends a child of an ordered group locks the group's row be
     const [{ cancelled }, [written]] = await Promise.all([cancelling, finalizing]);
     expect(parentFree).toBe(true);
     expect(cancelled).toEqual([parent, child]);
-    // the fence refused the write: the cancel came first
-    expect(written).toEqual({ id: child, won: false, status: null });
+    // the fence refused the write: the cancel came first (and nothing was unblocked)
+    expect(written).toEqual({ id: child, won: false, status: null, unblockedFrom: null });
     const { rows } = await sql<{ status: string }>`SELECT status FROM leasehold.task WHERE id = ${child}`.execute(t.db);
     expect(rows[0]!.status).toBe('cancelled');
   });

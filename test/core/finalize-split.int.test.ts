@@ -5,7 +5,7 @@
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { defineTask, enqueueMany, taskTable } from '@leasehold/core';
-import { leaseClaim, toDone, type FinalizeResult } from '@leasehold/core/internal';
+import { compareIds, leaseClaim, toDone, type FinalizeResult } from '@leasehold/core/internal';
 import { Finalizer, type QueuedWrite } from '../../packages/core/src/worker/finalizer.js';
 import { useTestDatabase, waitForLockWaiters } from '../fixtures.js';
 
@@ -69,16 +69,22 @@ describe('a large batch of group-settling writes', () => {
     const first = await deadline(Promise.all(firstHalf.map((w) => w.told)), 'the released half');
     await finalizer.idle();
     expect(errors).toEqual([]);
-    [...first, ...second].forEach((told, i) => {
-      expect(told.error).toBeUndefined();
-      expect(told.result).toEqual({ id: writes[i]!.item.id, won: true, status: 'done' });
-    });
-
     // every group's second row is its head now, pending and claimable
-    const { rows: heads } = await sql<{ group_key: string; n: string }>`
-      SELECT group_key, payload->>'n' AS n FROM leasehold.task WHERE status = 'pending' AND NOT blocked`.execute(t.db);
+    const { rows: heads } = await sql<{ id: string; group_key: string; n: string }>`
+      SELECT id::text, group_key, payload->>'n' AS n FROM leasehold.task WHERE status = 'pending' AND NOT blocked`.execute(t.db);
     expect(heads).toHaveLength(GROUPS);
     expect(new Set(heads.map((h) => h.group_key)).size).toBe(GROUPS);
     expect(heads.every((h) => h.n === '1')).toBe(true);
+
+    // each write tells the lowest next head it made claimable: its half's groups' lowest
+    const lowestHead = (half: typeof writes) => {
+      const groups = new Set(half.map((w) => w.item.groupKey));
+      return heads.filter((h) => groups.has(h.group_key)).map((h) => h.id).sort(compareIds)[0];
+    };
+    [...first, ...second].forEach((told, i) => {
+      expect(told.error).toBeUndefined();
+      const unblockedFrom = lowestHead(i < GROUPS / 2 ? firstHalf : secondHalf);
+      expect(told.result).toEqual({ id: writes[i]!.item.id, won: true, status: 'done', unblockedFrom });
+    });
   });
 });

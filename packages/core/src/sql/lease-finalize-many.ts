@@ -8,7 +8,7 @@ import { doneSet, FEW_ROWS, finalizeFewDone, resultJsonOf } from './lease-finali
 import { leaseLockFinishingGroups } from './lease-lock-groups.js';
 import { leaseReadState } from './lease-read-state.js';
 import { tokenKey, type Claimed } from './lease-row.js';
-import { leaseSettleGroups, leaseSettleGroupsHanding } from './lease-settle-groups.js';
+import { leaseSettleGroupsHanding } from './lease-settle-groups.js';
 import { bigintArray } from './bigint-array.js';
 import { tableRef } from './table-ref.js';
 import { compareIds, type HeadHandoff } from './lease-claim.js';
@@ -51,6 +51,13 @@ export interface FinalizeResult {
    * `cancelTask` ended the row at this very token (not a lost lease), else null.
    */
   readonly status: TaskStatus | null;
+  /**
+   * On the rows of a write that settled ordering groups: the lowest id of the next heads it made
+   * claimable by any worker's claim (unblocked, not handed to the writer), or null when none.
+   * Such a row may have any id, so the writer's claims then start at or below it; a write that
+   * only emptied groups or handed their heads over moves no claim back. Absent when not known.
+   */
+  readonly unblockedFrom?: string | null;
 }
 
 export const DEFER_AGE_ERROR_PREFIX = 'defer age limit exceeded';
@@ -114,10 +121,9 @@ async function finalizeMany<Row>(
       const locked = groups.length > 0 ? await leaseLockFinishingGroups(trx, table, groups) : undefined;
       if (parents.length > 0) await lockParents(trx, table, parents, items);
       const results = await finalizeStatement(trx, table, items);
-      let handed: Claimed<Row>[] = [];
-      if (groups.length > 0 && handoff !== undefined) handed = (await leaseSettleGroupsHanding(trx, table, groups, handoff, { locked })).handed;
-      else if (groups.length > 0) await leaseSettleGroups(trx, table, groups, { locked });
-      return { results, handed };
+      if (groups.length === 0) return { results, handed: [] };
+      const { promotedFrom, handed } = await leaseSettleGroupsHanding(trx, table, groups, handoff, { locked });
+      return { results: results.map((r) => ({ ...r, unblockedFrom: promotedFrom })), handed };
     },
     "finishing an ordered row hands its group's head to the next row; an ending child may wake its parent",
   );

@@ -52,12 +52,15 @@ export interface GroupsKnown {
 export interface SettledGroups<Row> {
   /** Next heads made claimable (unblocked) for any worker. */
   readonly promoted: number;
+  /** The lowest id of those, or null when none: a claim that starts above it would pass it. */
+  readonly promotedFrom: string | null;
   /** Next heads claimed for the hand-off's owner, sorted by id, as a claim returns them. */
   readonly handed: Claimed<Row>[];
 }
 
 /**
- * {@link leaseSettleGroups} by a worker that takes the next heads it can run itself: each next
+ * {@link leaseSettleGroups} by a worker that takes the next heads it can run itself (none when
+ * `handoff` is undefined), and learns where those it left to any claim lie: each next
  * head that its own claim could take now (pending, due, not under a limit, of a name and version
  * it serves; at most `handoff.max`, lowest ids first) goes straight from blocked to `processing`
  * for `handoff.owner`, exactly as a claim would write it (a new lease, `lease_version + 1`,
@@ -69,20 +72,21 @@ export async function leaseSettleGroupsHanding<Row>(
   executor: Executor,
   table: LeasedTable<Row>,
   groups: readonly string[],
-  handoff: HeadHandoff,
+  handoff: HeadHandoff | undefined,
   known: GroupsKnown = {},
 ): Promise<SettledGroups<Row>> {
   const source = groupSource(groups, known);
-  if (source === undefined) return { promoted: 0, handed: [] };
-  const hand = handoff.max > 0 && table.claimJson !== undefined ? handoff : undefined;
+  if (source === undefined) return { promoted: 0, promotedFrom: null, handed: [] };
+  const hand = handoff !== undefined && handoff.max > 0 && table.claimJson !== undefined ? handoff : undefined;
   const rows = await execute<SettleRow>(executor, settleStatement(table, source, hand), { prepare: false });
-  const { promoted, chunks } = settled(rows);
-  return { promoted, handed: hand === undefined ? [] : handedRows(table, chunks, hand.owner) };
+  const { promoted, promotedFrom, chunks } = settled(rows);
+  return { promoted, promotedFrom, handed: hand === undefined ? [] : handedRows(table, chunks, hand.owner) };
 }
 
 // the counts' row (rows null), then with a hand-off a row per chunk of claimed rows (promoted null)
 interface SettleRow {
   readonly promoted: string | null;
+  readonly promoted_from: string | null;
   /** Groups whose head was gone, and of them those whose row the statement wrote (headed or emptied). */
   readonly headless: string | null;
   readonly written: string | null;
@@ -112,22 +116,24 @@ function groupSource(groups: readonly string[], { locked, insertedFrom }: Groups
   return { keys, insertedFrom: insertedFrom ?? null };
 }
 
-function settled(rows: readonly SettleRow[]): { promoted: number; chunks: string[] } {
+function settled(rows: readonly SettleRow[]): { promoted: number; promotedFrom: string | null; chunks: string[] } {
   const chunks: string[] = [];
   let promoted = 0;
+  let promotedFrom: string | null = null;
   for (const row of rows) {
     if (row.rows != null) {
       chunks.push(row.rows);
       continue;
     }
     promoted = Number(row.promoted ?? 0);
+    promotedFrom = row.promoted_from;
     // a group row written by ctid that was not there any more would leave its next row unblocked
     // and its head unrecorded: roll back rather than commit that (the lock makes it impossible)
     if (Number(row.written ?? 0) !== Number(row.headless ?? 0)) {
       throw new Error(`settling ordering groups wrote ${row.written} of ${row.headless} group rows whose head was gone`);
     }
   }
-  return { promoted, chunks };
+  return { promoted, promotedFrom, chunks };
 }
 
 function settleStatement(table: LeasedTable<unknown>, source: GroupSource, handoff: HeadHandoff | undefined): RawBuilder<SettleRow> {
@@ -218,10 +224,11 @@ function settleStatement(table: LeasedTable<unknown>, source: GroupSource, hando
         WHERE ${sleeperMayBeAsleep(table)}
       )
       -- woken is a plain SELECT: it runs only if read
-      SELECT (SELECT count(*) FROM unblocked) AS promoted, (SELECT count(*) FROM woken) AS notified,
+      SELECT (SELECT count(*) FROM unblocked) AS promoted, (SELECT min(id) FROM unblocked)::text AS promoted_from,
+             (SELECT count(*) FROM woken) AS notified,
              (SELECT count(*) FROM headless) AS headless,
              (SELECT count(*) FROM headed) + (SELECT count(*) FROM emptied) AS written${parts === undefined ? sql`` : sql`, NULL::text AS rows
       UNION ALL
-      SELECT NULL, NULL, NULL, NULL, ch.rows FROM (${parts.chunks}) AS ch`}
+      SELECT NULL, NULL, NULL, NULL, NULL, ch.rows FROM (${parts.chunks}) AS ch`}
     `;
 }

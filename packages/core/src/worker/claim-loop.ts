@@ -122,7 +122,6 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>): Promise<void>
   // the same for the ready rows of each limit served (its own index, task_flow_ready)
   const limitFloors = new LimitFloors(READY_FLOOR_WINDOW_MS, o.pollIntervalMs);
   const dueFloors = new DueFloors(o.pollIntervalMs);
-  let settledSeen = runner.settled;
   let probing = false;
   let limitProbing = false;
   let dueProbing = false;
@@ -237,10 +236,16 @@ async function claimWhileRunning<Row>(parts: ClaimLoopParts<Row>): Promise<void>
       if (expiredLookedAt === undefined || sentAt - expiredFullAt >= EXPIRED_FULL_EVERY_MS) expiredFullAt = sentAt;
       else expiredWithinMs = sentAt - expiredLookedAt + EXPIRED_MARGIN_MS;
     }
-    // this worker's writes that finish a group's row may unblock the next one, with any id
-    if (runner.settling > 0 || runner.settled !== settledSeen) {
-      settledSeen = runner.settled;
-      floor.reset(performance.now());
+    // this worker's writes that finish a group's row may unblock the next one, with any id: the
+    // claims after such a write start at or below the lowest it unblocked. Only once it has
+    // ended: a claim sent before it committed cannot see what it unblocks, and an empty claim
+    // sent while it was under way is followed by another (below). Every write that finished a
+    // grouped row, and every claim while one was under way, sent them back to the index's start,
+    // through each entry a long transaction elsewhere keeps there: a busy group that empties
+    // after each row (a message at a time) read them all at every claim
+    const unblockedFrom = runner.takeUnblockedFrom();
+    if (unblockedFrom !== undefined) {
+      floor.lowerTo(performance.now(), unblockedFrom);
       limitFloors.reset(performance.now());
       // a group's next row may be a scheduled one, with a due time long past
       dueFloors.reset(performance.now());

@@ -64,6 +64,11 @@ export class KeyedFloors<K> {
     return below;
   }
 
+  /** Rows came back from `id` up, under any key: claims start at or below it until they see past them. */
+  lowerTo(at: number, id: string): void {
+    for (const floor of this.#floors.values()) floor.lowerTo(at, id);
+  }
+
   /** Rows came back with any id: claims start at each key's beginning until they see past them. */
   reset(at: number): void {
     for (const floor of this.#floors.values()) floor.reset(at);

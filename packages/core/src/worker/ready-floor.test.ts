@@ -45,6 +45,18 @@ describe('ReadyFloor', () => {
     expect(f.floor()).toBe('50');
   });
 
+  it('goes back to the lowest row a write unblocked, not lower, until a claim after it has seen past', () => {
+    const f = new ReadyFloor(1_000, 2_000, 0);
+    f.saw(-5_000, -4_990, '100');
+    f.saw(0, 5, '300');
+    f.lowerTo(10, '120');
+    expect(f.floor()).toBe('100'); // the earlier sighting is still within the window
+    f.saw(1_100, 1_105, '320');
+    expect(f.floor()).toBe('120');
+    f.saw(2_200, 2_205, '330');
+    expect(f.floor()).toBe('320');
+  });
+
   it('files a probe that returns late by the time it returned', () => {
     const f = new ReadyFloor(1_000, 2_000, 0);
     f.saw(-5_000, -4_990, '10');

@@ -10,7 +10,7 @@
  *
  * The floor must never pass a row that can still be taken. Rows enter the claim index by INSERT
  * only, with a new id, except where this worker unblocks the next row of an ordering group (see
- * {@link reset}), and a few rare paths the probe (`readyFloorProbe`, below) covers (another worker's
+ * {@link lowerTo}), and a few rare paths the probe (`readyFloorProbe`, below) covers (another worker's
  * unblock of a row only this worker takes). Every other way back to `pending` (a retry, a
  * release, a signal, a child's end, a dead task retried) goes through the scheduled rows
  * (`task_due`), which the floor does not touch. An INSERT's id is taken before it commits, so
@@ -63,11 +63,20 @@ export class ReadyFloor {
   }
 
   /**
-   * This worker's writes unblocked rows of ordering groups (any id, however old): claims start
-   * at the index's beginning until they have seen past them.
+   * Rows came back with any id, however old (rows under a limit that came due; an ordering
+   * group's next row that is scheduled): claims start at the index's beginning until they have
+   * seen past them.
    */
   reset(at: number): void {
     this.#add({ sent: at, at, id: this.#beginning });
+  }
+
+  /**
+   * This worker's writes unblocked rows of ordering groups from `id` up (an old id, it may be):
+   * claims start at or below it until they have seen past them.
+   */
+  lowerTo(at: number, id: string): void {
+    this.#add({ sent: at, at, id: BigInt(id) });
   }
 
   /** Whether a probe is due: the floor is above the index's beginning and the last is old. */

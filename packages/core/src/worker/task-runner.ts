@@ -76,8 +76,8 @@ export class TaskRunner<Row> implements HeldBy<Row> {
   #written = 0;
   /** Fenced writes under way that finish rows of ordering groups (see {@link settling}). */
   #settling = 0;
-  /** Such writes ended so far (see {@link settled}). */
-  #settled = 0;
+  /** The lowest id such writes that ended made claimable, since the claim loop last took it (see {@link takeUnblockedFrom}). */
+  #unblockedFrom: bigint | undefined;
   #drained: (() => void)[] = [];
   #tel: WorkerTelemetry<Row> | undefined;
 
@@ -135,14 +135,20 @@ export class TaskRunner<Row> implements HeldBy<Row> {
   }
 
   /**
+   * The lowest id of the next heads that this worker's ended writes of ordering groups' rows made
+   * claimable since the last call (`'0'` when a write's is not known), or undefined when none:
+   * such a row may have any id, so the claims after it start at or below it. Takes it.
+   */
+  takeUnblockedFrom(): string | undefined {
+    const from = this.#unblockedFrom;
+    this.#unblockedFrom = undefined;
+    return from === undefined ? undefined : String(from);
+  }
+
+  /**
    * Fenced writes under way that finish rows of ordering groups: each hands its group the next
    * head when it commits, and wakes the claim loop then (see the worker's `onWritten`).
    */
-  /** Fenced writes that finished rows of ordering groups and have ended, so far: each may have unblocked a group's next row. */
-  get settled(): number {
-    return this.#settled;
-  }
-
   get settling(): number {
     return this.#settling;
   }
@@ -512,7 +518,10 @@ export class TaskRunner<Row> implements HeldBy<Row> {
   finalized(h: Held<Row>, result: FinalizeResult | undefined, error?: Error): void {
     if (h.settles) {
       this.#settling--;
-      this.#settled++;
+      // a write that made no next head claimable (it emptied its groups, or handed their heads
+      // to this worker) moves no claim back; one whose heads are not known, to the start
+      const from = result?.unblockedFrom === undefined ? 0n : result.unblockedFrom === null ? undefined : BigInt(result.unblockedFrom);
+      if (from !== undefined && (this.#unblockedFrom === undefined || from < this.#unblockedFrom)) this.#unblockedFrom = from;
     }
     try {
       if (result === undefined) this.#p.onError(error ?? new Error('finalize failed'));
