@@ -61,7 +61,8 @@ describe('one long ordering group with the horizon held', () => {
     const handled: number[] = [];
     const job = defineTask<{ n: number }>('group-horizon-one', { ordered: true, handler: ({ n }) => void handled.push(n) });
     endAfter(await holdHorizon(t.url, 'group-horizon-one'));
-    const workerPool = newPool();
+    // two connections: the suite runs files in parallel under the server's max_connections
+    const workerPool = newPool(2);
     const worker = track(createWorker({ pool: workerPool, tasks: [job], concurrency: 2 }));
     await worker.start();
     const before = await indexReads(t.db, 'task_blocked');
